@@ -1,0 +1,83 @@
+# slurm-operator. `make help` lists the targets.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+CACHE ?= $(or $(SLURM_OPERATOR_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/slurm-operator)
+export SLURM_OPERATOR_CACHE := $(CACHE)
+TOOLS := $(CACHE)/tools
+
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+
+GO_TEST_FLAGS ?=
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager binary into bin/.
+	go build -o bin/manager ./cmd/manager
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=slurm-operator-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: check-generated
+check-generated: generate manifests ## Fail when generated files differ from what is committed.
+	@if ! git diff --quiet -- api config; then \
+	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
+	  git --no-pager diff --stat -- api config; exit 1; fi
+
+##@ Test
+
+.PHONY: test-assets
+test-assets: ## Build kube-apiserver and etcd for the tests (cached).
+	hack/test-assets.sh >/dev/null
+
+.PHONY: test
+test: check-generated lint test-assets ## Run every test: generated-file check, lint, unit, envtest.
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit: ## Run the tests that need no API server.
+	go test -short ./...
+
+.PHONY: golden
+golden: ## Regenerate the renderers' golden files.
+	go test ./internal/render/... -update
+
+##@ Lint
+
+.PHONY: lint
+lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	$(STATICCHECK) ./...
+
+##@ Run
+
+.PHONY: run
+run: ## Run the manager against the current kubeconfig.
+	go run ./cmd/manager
+
+##@ Tools
+
+$(CONTROLLER_GEN):
+	mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS)/.gobin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(TOOLS)/.gobin/controller-gen $@
+
+$(STATICCHECK):
+	mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS)/.gobin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(TOOLS)/.gobin/staticcheck $@

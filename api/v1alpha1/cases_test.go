@@ -1,0 +1,221 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The manifests and cases in this file are shared by the in-process schema tests
+// (validation_test.go) and the API server tests (envtest_test.go), so both check the same rules.
+
+const crdPath = "../../config/crd/bases/slurm.hpc.dev_slurmclusters.yaml"
+
+// baseManifest is a small valid SlurmCluster that every invalid case starts from.
+func baseManifest() map[string]any {
+	return mustYAML(`
+apiVersion: slurm.hpc.dev/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: base
+spec:
+  clusterName: base
+  k8sNodeFilters:
+    - name: gpu
+      nodeSelector: {nvidia.com/gpu.present: "true"}
+    - name: no-gpu
+  volumeSources:
+    - name: jail
+      persistentVolumeClaim: {claimName: jail-pvc}
+    - name: data
+      persistentVolumeClaim: {claimName: data-pvc}
+  slurmConfig:
+    partitions:
+      - name: main
+        default: true
+  slurmNodes:
+    controller:
+      k8sNodeFilterName: no-gpu
+    worker:
+      size: 2
+      k8sNodeFilterName: gpu
+      volumes:
+        jail: {volumeSourceName: jail}
+        jailSubMounts:
+          - {name: data, mountPath: /mnt/data, volumeSourceName: data}
+    login:
+      size: 1
+      k8sNodeFilterName: no-gpu
+      volumes:
+        jail: {volumeSourceName: jail}
+        jailSubMounts:
+          - {name: data, mountPath: /mnt/data, volumeSourceName: data}
+`)
+}
+
+// invalidCase is one manifest the API server must reject, and the field its message must name.
+type invalidCase struct {
+	name   string
+	edit   func(obj map[string]any)
+	field  string // the field path the error must name
+	reason string // a fragment of the message
+}
+
+func invalidCases() []invalidCase {
+	return []invalidCase{
+		{"an empty clusterName", setTo("spec.clusterName", ""), "spec.clusterName", "at least 1"},
+		{"a clusterName with capitals", setTo("spec.clusterName", "FPT"), "spec.clusterName", "should match"},
+		{"a clusterName with a newline", setTo("spec.clusterName", "a\nControlMachine=x"), "spec.clusterName", "should match"},
+		{"a controller size of 3", setTo("spec.slurmNodes.controller.size", 3), "spec.slurmNodes.controller.size", "less than or equal to 2"},
+		{"a backup controller without a ReadWriteMany spool", setTo("spec.slurmNodes.controller.size", 2), "spec.slurmNodes.controller.size", "ReadWriteMany"},
+		{"a negative worker size", setTo("spec.slurmNodes.worker.size", -1), "spec.slurmNodes.worker.size", "greater than or equal to 0"},
+		{"a worker size above 4096", setTo("spec.slurmNodes.worker.size", 5000), "spec.slurmNodes.worker.size", "less than or equal to 4096"},
+		{"more than 64 GPUs per worker", setTo("spec.slurmNodes.worker.gpu", 100), "spec.slurmNodes.worker.gpu", "less than or equal to 64"},
+		{"a worker node filter that does not exist", setTo("spec.slurmNodes.worker.k8sNodeFilterName", "tpu"), "spec.slurmNodes.worker.k8sNodeFilterName", "spec.k8sNodeFilters"},
+		{"a controller node filter that does not exist", setTo("spec.slurmNodes.controller.k8sNodeFilterName", "cpu"), "spec.slurmNodes.controller.k8sNodeFilterName", "spec.k8sNodeFilters"},
+		{"a login node filter that does not exist", setTo("spec.slurmNodes.login.k8sNodeFilterName", "edge"), "spec.slurmNodes.login.k8sNodeFilterName", "spec.k8sNodeFilters"},
+		{"an accounting node filter that does not exist", setTo("spec.slurmNodes.accounting.k8sNodeFilterName", "db"), "spec.slurmNodes.accounting.k8sNodeFilterName", "spec.k8sNodeFilters"},
+		{"an exporter node filter that does not exist", setTo("spec.slurmNodes.exporter.k8sNodeFilterName", "mon"), "spec.slurmNodes.exporter.k8sNodeFilterName", "spec.k8sNodeFilters"},
+		{"a populate Job node filter that does not exist", setTo("spec.populateJail", map[string]any{"image": "j:1", "k8sNodeFilterName": "x"}), "spec.populateJail.k8sNodeFilterName", "spec.k8sNodeFilters"},
+		{"a worker jail that names no volume source", setTo("spec.slurmNodes.worker.volumes.jail.volumeSourceName", "jail2"), "spec.slurmNodes.worker.volumes.jail.volumeSourceName", "spec.volumeSources"},
+		{"a login jail that names no volume source", setTo("spec.slurmNodes.login.volumes.jail.volumeSourceName", "root"), "spec.slurmNodes.login.volumes.jail.volumeSourceName", "spec.volumeSources"},
+		{"a controller spool that names no volume source", setTo("spec.slurmNodes.controller.volumes", map[string]any{"spool": map[string]any{"volumeSourceName": "spool"}}), "spec.slurmNodes.controller.volumes.spool.volumeSourceName", "spec.volumeSources"},
+		{"a worker jail sub-mount that names no volume source", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].volumeSourceName", "nope"), "spec.slurmNodes.worker.volumes.jailSubMounts", "spec.volumeSources"},
+		{"a jail sub-mount with another mountPath on login", setTo("spec.slurmNodes.login.volumes.jailSubMounts[0].mountPath", "/data"), "spec.slurmNodes.login.volumes.jailSubMounts", "same mountPath"},
+		{"a worker without a jail", deleteAt("spec.slurmNodes.worker.volumes.jail"), "spec.slurmNodes.worker.volumes.jail", "Required"},
+		{"two volume sources with one name", setTo("spec.volumeSources[1].name", "jail"), "spec.volumeSources[1]", "Duplicate"},
+		{"two node filters with one name", setTo("spec.k8sNodeFilters[1].name", "gpu"), "spec.k8sNodeFilters[1]", "Duplicate"},
+		{"a volume source with two sources", setTo("spec.volumeSources[0].emptyDir", map[string]any{}), "spec.volumeSources[0]", "exactly one"},
+		{"a volume source with no source", deleteAt("spec.volumeSources[1].persistentVolumeClaim"), "spec.volumeSources[1]", "exactly one"},
+		{"a spool with both a template and a volume source", setTo("spec.slurmNodes.worker.volumes.spool", map[string]any{"volumeSourceName": "data", "volumeClaimTemplateSpec": map[string]any{}}), "spec.slurmNodes.worker.volumes.spool", "exactly one"},
+		{"a relative jail sub-mount path", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "mnt/data"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "should match"},
+		{"a jail sub-mount over /proc", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/proc"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "system directory"},
+		{"a jail sub-mount path with '..'", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/mnt/../etc"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "'..'"},
+		{"sshd on port 0", setTo("spec.slurmNodes.login.sshd.port", 0), "spec.slurmNodes.login.sshd.port", "greater than or equal to 1"},
+		{"sshd on port 70000", setTo("spec.slurmNodes.login.sshd.port", 70000), "spec.slurmNodes.login.sshd.port", "less than or equal to 65535"},
+		{"a login Service of an unknown type", setTo("spec.slurmNodes.login.service.type", "Public"), "spec.slurmNodes.login.service.type", "Unsupported value"},
+		{"a source range that is not a CIDR", setTo("spec.slurmNodes.login.service.loadBalancerSourceRanges", []any{"10.0.0.1"}), "spec.slurmNodes.login.service.loadBalancerSourceRanges[0]", "CIDR"},
+		{"an SSH key that is not a public key", setTo("spec.slurmNodes.login.sshRootPublicKeys", []any{"-----BEGIN OPENSSH PRIVATE KEY-----"}), "spec.slurmNodes.login.sshRootPublicKeys[0]", "should match"},
+		{"an SSH key with a second line", setTo("spec.slurmNodes.login.sshRootPublicKeys", []any{"ssh-ed25519 AAAA x\nssh-rsa AAAA evil"}), "spec.slurmNodes.login.sshRootPublicKeys[0]", "should match"},
+		{"accounting enabled without a database", setTo("spec.slurmNodes.accounting", map[string]any{"enabled": true}), "spec.slurmNodes.accounting", "exactly one database"},
+		{"accounting with two databases", setTo("spec.slurmNodes.accounting", map[string]any{"enabled": true, "mariadbOperator": map[string]any{"enabled": true}, "externalDB": map[string]any{"host": "db", "user": "slurm", "passwordSecretKeyRef": map[string]any{"name": "s", "key": "p"}}}), "spec.slurmNodes.accounting", "exactly one database"},
+		{"an external database on port 0", setTo("spec.slurmNodes.accounting", map[string]any{"enabled": true, "externalDB": map[string]any{"host": "db", "port": 0, "user": "slurm", "passwordSecretKeyRef": map[string]any{"name": "s", "key": "p"}}}), "spec.slurmNodes.accounting.externalDB.port", "greater than or equal to 1"},
+		{"an extra slurm.conf line with a newline", setTo("spec.slurmConfig.extraSlurmConf", []any{"MaxJobCount=10\nSlurmUser=root"}), "spec.slurmConfig.extraSlurmConf[0]", "single line"},
+		{"a prolog with a newline", setTo("spec.slurmConfig.prolog", "/bin/true\nEpilog=/x"), "spec.slurmConfig.prolog", "single line"},
+		{"partition options with a newline", setTo("spec.slurmConfig.partitions[0].options", "MaxNodes=2\nNodeName=x"), "spec.slurmConfig.partitions[0].options", "should match"},
+		{"partition options that set Nodes", setTo("spec.slurmConfig.partitions[0].options", "Nodes=worker-0"), "spec.slurmConfig.partitions[0].options", "Nodes"},
+		{"a partition MaxTime that Slurm cannot read", setTo("spec.slurmConfig.partitions[0].maxTime", "forever"), "spec.slurmConfig.partitions[0].maxTime", "should match"},
+		{"two default partitions", setTo("spec.slurmConfig.partitions", []any{map[string]any{"name": "a", "default": true}, map[string]any{"name": "b", "default": true}}), "spec.slurmConfig.partitions", "at most one partition"},
+		{"a cgroup.conf key that is not a setting name", setTo("spec.slurmConfig.cgroupConfig", map[string]any{"Constrain Cores": "yes"}), "spec.slurmConfig.cgroupConfig", "setting names"},
+		{"a cgroup.conf value with a newline", setTo("spec.slurmConfig.cgroupConfig", map[string]any{"ConstrainCores": "yes\nCgroupPlugin=x"}), "spec.slurmConfig.cgroupConfig.ConstrainCores", "should match"},
+		{"a health check interval of 5 seconds", setTo("spec.periodicChecks", map[string]any{"intervalSeconds": 5}), "spec.periodicChecks.intervalSeconds", "greater than or equal to 10"},
+		{"an unknown health check", setTo("spec.periodicChecks", map[string]any{"checks": []any{"Disk"}}), "spec.periodicChecks.checks[0]", "Unsupported value"},
+		{"a name too long to prefix child objects", setTo("metadata.name", strings.Repeat("a", 41)), "metadata.name", "at most 40"},
+	}
+}
+
+// samplePaths lists the manifests in config/samples.
+func samplePaths() ([]string, error) {
+	return filepath.Glob("../../config/samples/*.yaml")
+}
+
+// seedManifests builds one manifest from each YAML snippet of the seed document, placed where
+// the document puts it.
+func seedManifests() (map[string]map[string]any, error) {
+	read := func(name string) (map[string]any, error) {
+		data, err := os.ReadFile(filepath.Join("testdata", "seed", name))
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		return m, yaml.Unmarshal(data, &m)
+	}
+	out := map[string]map[string]any{}
+	volumeSources, err := read("volume-sources.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, snippet := range []struct{ file, at string }{
+		{"login-volumes.yaml", "spec.slurmNodes.login"},
+		{"worker-volumes.yaml", "spec.slurmNodes.worker"},
+		{"login-ssh-keys.yaml", "spec.slurmNodes.login"},
+		{"accounting-mariadb.yaml", "spec.slurmNodes.accounting"},
+		{"volume-sources.yaml", "spec"},
+	} {
+		s, err := read(snippet.file)
+		if err != nil {
+			return nil, err
+		}
+		obj := baseManifest()
+		setTo("spec.volumeSources", volumeSources["volumeSources"])(obj)
+		setTo("spec.slurmNodes.worker.volumes.jailSubMounts", nil)(obj)
+		setTo("spec.slurmNodes.login.volumes.jailSubMounts", nil)(obj)
+		for k, v := range s {
+			setTo(snippet.at+"."+k, v)(obj)
+		}
+		setTo("metadata.name", strings.TrimSuffix(snippet.file, ".yaml"))(obj)
+		out[snippet.file] = obj
+	}
+	return out, nil
+}
+
+func mustYAML(s string) map[string]any {
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// setTo returns an edit that sets the value at a dotted path such as "spec.a[0].b", creating
+// maps on the way. A nil value deletes the key.
+func setTo(path string, value any) func(map[string]any) {
+	return func(obj map[string]any) {
+		parts := strings.Split(path, ".")
+		var cur any = obj
+		for i, p := range parts {
+			key, idx := splitIndex(p)
+			m := cur.(map[string]any)
+			last := i == len(parts)-1
+			if idx < 0 {
+				if last {
+					if value == nil {
+						delete(m, key)
+					} else {
+						m[key] = value
+					}
+					return
+				}
+				if _, ok := m[key]; !ok {
+					m[key] = map[string]any{}
+				}
+				cur = m[key]
+				continue
+			}
+			list := m[key].([]any)
+			if last {
+				list[idx] = value
+				return
+			}
+			cur = list[idx]
+		}
+	}
+}
+
+func deleteAt(path string) func(map[string]any) { return setTo(path, nil) }
+
+func splitIndex(p string) (string, int) {
+	open := strings.Index(p, "[")
+	if open < 0 {
+		return p, -1
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(p[open+1:], "]"))
+	if err != nil {
+		panic(fmt.Sprintf("bad path element %q", p))
+	}
+	return p[:open], n
+}

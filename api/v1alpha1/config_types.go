@@ -1,0 +1,184 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// VolumeSource is a named volume the components can mount. Set exactly one source.
+// +kubebuilder:validation:XValidation:rule="[has(self.persistentVolumeClaim), has(self.nfs), has(self.hostPath), has(self.emptyDir), has(self.csi)].filter(x, x).size() == 1",message="set exactly one of persistentVolumeClaim, nfs, hostPath, emptyDir, csi"
+type VolumeSource struct {
+	// Name is how components refer to this volume (volumeSourceName).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// PersistentVolumeClaim mounts an existing claim (for the jail: a ReadWriteMany claim of at
+	// least 40Gi).
+	// +optional
+	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+
+	// NFS mounts an NFS export directly.
+	// +optional
+	NFS *corev1.NFSVolumeSource `json:"nfs,omitempty"`
+
+	// HostPath mounts a directory of the Kubernetes node (for node-local scratch).
+	// +optional
+	HostPath *corev1.HostPathVolumeSource `json:"hostPath,omitempty"`
+
+	// EmptyDir is a scratch directory that lives as long as the pod.
+	// +optional
+	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
+
+	// CSI mounts an inline CSI volume.
+	// +optional
+	CSI *corev1.CSIVolumeSource `json:"csi,omitempty"`
+}
+
+// SpoolVolume is a daemon's state directory: a claim made from a template, or a named volume
+// source. Set exactly one.
+// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplateSpec) != has(self.volumeSourceName)",message="set exactly one of volumeClaimTemplateSpec and volumeSourceName"
+type SpoolVolume struct {
+	// VolumeClaimTemplateSpec makes one claim per pod from this template.
+	// +optional
+	VolumeClaimTemplateSpec *corev1.PersistentVolumeClaimSpec `json:"volumeClaimTemplateSpec,omitempty"`
+
+	// VolumeSourceName names an entry of spec.volumeSources.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	VolumeSourceName string `json:"volumeSourceName,omitempty"`
+}
+
+// JailVolume is the shared root file system.
+type JailVolume struct {
+	// VolumeSourceName names an entry of spec.volumeSources (a ReadWriteMany volume).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	VolumeSourceName string `json:"volumeSourceName"`
+}
+
+// JailSubMount mounts a volume inside the jail.
+type JailSubMount struct {
+	// Name of the sub-mount; a sub-mount of the same name on login and workers must have the
+	// same mountPath.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// MountPath is the absolute path inside the jail.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^/[^\r\n:]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="must not contain '..'"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['/', '/proc', '/sys', '/dev', '/run', '/tmp', '/etc', '/usr', '/bin', '/lib', '/sbin', '/var'])",message="must not hide a system directory of the jail"
+	MountPath string `json:"mountPath"`
+
+	// VolumeSourceName names an entry of spec.volumeSources.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	VolumeSourceName string `json:"volumeSourceName"`
+
+	// ReadOnly mounts the volume read-only.
+	// +optional
+	ReadOnly bool `json:"readOnly,omitempty"`
+}
+
+// ConfigLine is one line of Slurm configuration text. It can hold no newline, so it cannot add
+// a second setting that validation did not see.
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:XValidation:rule="!self.contains('\\n') && !self.contains('\\r')",message="must be a single line: a newline would add Slurm settings"
+type ConfigLine string
+
+// CgroupValue is the value of one cgroup.conf key: a single line.
+// +kubebuilder:validation:MaxLength=256
+// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+type CgroupValue string
+
+// SlurmConfig holds the Slurm settings an admin may change.
+type SlurmConfig struct {
+	// Partitions of the cluster. When empty, one default partition "main" holds every worker.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Partitions []Partition `json:"partitions,omitempty"`
+
+	// DefMemPerNode is the memory in MiB a job gets per node when it asks for none (DefMemPerNode).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	DefMemPerNode *int64 `json:"defMemPerNode,omitempty"`
+
+	// DefCPUPerGPU is the CPUs a job gets per GPU when it asks for none (DefCpuPerGPU).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	// +optional
+	DefCPUPerGPU *int32 `json:"defCpuPerGPU,omitempty"`
+
+	// CompleteWait is the seconds to wait for a finished job's nodes before scheduling new jobs
+	// (CompleteWait).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	CompleteWait *int32 `json:"completeWait,omitempty"`
+
+	// MaxJobCount is how many jobs slurmctld keeps in memory (MaxJobCount).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxJobCount *int32 `json:"maxJobCount,omitempty"`
+
+	// MessageTimeout is the seconds a Slurm message may take to be answered (MessageTimeout).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MessageTimeout *int32 `json:"messageTimeout,omitempty"`
+
+	// Prolog is a program in the jail run on each node before a job (Prolog).
+	// +optional
+	Prolog *ConfigLine `json:"prolog,omitempty"`
+
+	// Epilog is a program in the jail run on each node after a job (Epilog).
+	// +optional
+	Epilog *ConfigLine `json:"epilog,omitempty"`
+
+	// CgroupConfig sets keys of cgroup.conf; each replaces the generated value of the same key
+	// (for example ConstrainRAMSpace: "no").
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z][A-Za-z0-9]*$'))",message="keys must be cgroup.conf setting names (letters and digits)"
+	// +optional
+	CgroupConfig map[string]CgroupValue `json:"cgroupConfig,omitempty"`
+
+	// ExtraSlurmConf are raw slurm.conf lines included after the generated settings, so they win.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	ExtraSlurmConf []ConfigLine `json:"extraSlurmConf,omitempty"`
+}
+
+// Partition is a Slurm partition.
+type Partition struct {
+	// Name of the partition.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+$`
+	Name string `json:"name"`
+
+	// Default makes this the partition jobs go to when they name none.
+	// +optional
+	Default bool `json:"default,omitempty"`
+
+	// MaxTime is the longest a job may run, in Slurm's time format (INFINITE, minutes,
+	// days-hours:minutes:seconds, …).
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^(INFINITE|UNLIMITED|[0-9]+(-[0-9]+)?(:[0-9]+){0,2})$`
+	// +optional
+	MaxTime string `json:"maxTime,omitempty"`
+
+	// Options are further PartitionName settings as Key=Value words (for example
+	// "OverSubscribe=EXCLUSIVE PriorityTier=2").
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^([A-Za-z]+=[^\s=]+)( [A-Za-z]+=[^\s=]+)*$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(?i)(^| )(partitionname|nodes)=')",message="must not set PartitionName or Nodes: the operator sets them"
+	// +optional
+	Options string `json:"options,omitempty"`
+}

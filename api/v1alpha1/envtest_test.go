@@ -1,0 +1,170 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
+)
+
+// This suite runs the API's validation against a real kube-apiserver and etcd (built by
+// hack/test-assets.sh), and drives the user's workflow with the real kubectl.
+
+var (
+	testEnv    *envtest.Environment
+	k8sClient  client.Client
+	kubeconfig string
+	kubectl    string
+)
+
+func TestAPIOnARealAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a real API server; run without -short")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "SlurmCluster API on a real API server")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	testEnv, k8sClient, kubeconfig, err = kube.StartEnv([]string{filepath.Join("..", "..", "config", "crd", "bases")})
+	Expect(err).NotTo(HaveOccurred())
+	kubectl, err = kube.Kubectl()
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+	_ = os.Remove(kubeconfig)
+})
+
+func create(ctx context.Context, obj map[string]any, ns string) error {
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetNamespace(ns)
+	return k8sClient.Create(ctx, u)
+}
+
+var _ = Describe("the SlurmCluster CRD", func() {
+	It("is installed and served", func(ctx SpecContext) {
+		list := &slurmv1alpha1.SlurmClusterList{}
+		Expect(k8sClient.List(ctx, list)).To(Succeed())
+	})
+
+	It("accepts every sample in config/samples", func(ctx SpecContext) {
+		paths, err := samplePaths()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(paths).NotTo(BeEmpty())
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			Expect(err).NotTo(HaveOccurred())
+			var obj map[string]any
+			Expect(yaml.Unmarshal(data, &obj)).To(Succeed())
+			Expect(create(ctx, obj, "default")).To(Succeed(), p)
+		}
+	})
+
+	It("accepts a manifest built from each YAML snippet of the seed document", func(ctx SpecContext) {
+		manifests, err := seedManifests()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(manifests).To(HaveLen(5))
+		for name, obj := range manifests {
+			Expect(create(ctx, obj, "default")).To(Succeed(), name)
+		}
+	})
+
+	DescribeTable("rejects an invalid manifest with a message that names the field",
+		func(ctx SpecContext, tc invalidCase) {
+			obj := baseManifest()
+			tc.edit(obj)
+			err := create(ctx, obj, "default")
+			Expect(err).To(HaveOccurred(), "the API server accepted %s", tc.name)
+			Expect(err.Error()).To(ContainSubstring(tc.field))
+			Expect(err.Error()).To(ContainSubstring(tc.reason))
+		},
+		tableEntries(),
+	)
+
+	It("keeps clusterName immutable", func(ctx SpecContext) {
+		obj := baseManifest()
+		setTo("metadata.name", "immutable")(obj)
+		Expect(create(ctx, obj, "default")).To(Succeed())
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: "immutable"}, sc)).To(Succeed())
+		sc.Spec.ClusterName = "renamed"
+		err := k8sClient.Update(ctx, sc)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.clusterName"))
+		Expect(err.Error()).To(ContainSubstring("immutable"))
+	})
+
+	It("fills in defaults on create", func(ctx SpecContext) {
+		obj := baseManifest()
+		setTo("metadata.name", "defaults")(obj)
+		Expect(create(ctx, obj, "default")).To(Succeed())
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: "defaults"}, sc)).To(Succeed())
+		Expect(sc.Spec.SlurmNodes.Controller.Size).To(Equal(int32(1)))
+		Expect(sc.Spec.SlurmNodes.Login.Sshd.Port).To(Equal(int32(22)))
+		Expect(string(sc.Spec.SlurmNodes.Login.Service.Type)).To(Equal("LoadBalancer"))
+	})
+})
+
+var _ = Describe("kubectl against the API server", func() {
+	It("explains spec.slurmNodes.worker.size from the field's doc comment", func(ctx SpecContext) {
+		// The API server publishes a new CRD's OpenAPI a moment after the CRD is established.
+		var out []byte
+		Eventually(func() error {
+			var err error
+			out, err = exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig,
+				"explain", "slurmcluster.spec.slurmNodes.worker.size").CombinedOutput()
+			return err
+		}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed())
+		Expect(string(out)).To(ContainSubstring("Size is the number of worker nodes"))
+		Expect(string(out)).To(ContainSubstring("kubectl scale"))
+	})
+
+	It("scales the workers with kubectl scale", func(ctx SpecContext) {
+		obj := baseManifest()
+		setTo("metadata.name", "scaled")(obj)
+		Expect(create(ctx, obj, "default")).To(Succeed())
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", "default",
+			"scale", "slurmcluster/scaled", "--replicas=5").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: "scaled"}, sc)).To(Succeed())
+		Expect(sc.Spec.SlurmNodes.Worker.Size).To(Equal(int32(5)))
+	})
+
+	It("refuses kubectl scale beyond the allowed size, naming the field", func(ctx SpecContext) {
+		obj := baseManifest()
+		setTo("metadata.name", "toolarge")(obj)
+		Expect(create(ctx, obj, "default")).To(Succeed())
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", "default",
+			"scale", "slurmcluster/toolarge", "--replicas=5000").CombinedOutput()
+		Expect(err).To(HaveOccurred())
+		Expect(string(out)).To(ContainSubstring("spec.slurmNodes.worker.size"))
+	})
+})
+
+func tableEntries() []TableEntry {
+	var entries []TableEntry
+	for _, tc := range invalidCases() {
+		entries = append(entries, Entry(tc.name, tc))
+	}
+	return entries
+}

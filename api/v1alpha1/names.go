@@ -1,0 +1,72 @@
+package v1alpha1
+
+import "fmt"
+
+// Component names one part of a Slurm cluster. It is the value of the component label and the
+// suffix of the part's Kubernetes object names.
+type Component string
+
+// The components of a Slurm cluster.
+const (
+	ComponentController Component = "controller"
+	ComponentWorker     Component = "worker"
+	ComponentLogin      Component = "login"
+	ComponentAccounting Component = "accounting"
+	ComponentExporter   Component = "exporter"
+	ComponentJail       Component = "populate-jail"
+)
+
+// Every child object's name comes from a method below, so names live in one place.
+
+// ComponentName is the name of a component's StatefulSet (or Deployment) and of its Service.
+func (c *SlurmCluster) ComponentName(comp Component) string {
+	return c.Name + "-" + string(comp)
+}
+
+// HeadlessServiceName is the headless Service that gives each pod of a component a DNS name.
+// The login component has a separate headless Service because its main Service is the
+// LoadBalancer users reach.
+func (c *SlurmCluster) HeadlessServiceName(comp Component) string {
+	if comp == ComponentLogin {
+		return c.Name + "-login-headless"
+	}
+	return c.ComponentName(comp)
+}
+
+// PodName is the name (and host name) of pod i of a component.
+func (c *SlurmCluster) PodName(comp Component, i int32) string {
+	return fmt.Sprintf("%s-%d", c.ComponentName(comp), i)
+}
+
+// SlurmNodeName is the Slurm name of node i of a component: worker-0, login-1, as users see it.
+func SlurmNodeName(comp Component, i int32) string {
+	return fmt.Sprintf("%s-%d", comp, i)
+}
+
+// ConfigMapName holds slurm.conf, gres.conf, cgroup.conf and plugstack.conf.
+func (c *SlurmCluster) ConfigMapName() string { return c.Name + "-slurm-config" }
+
+// AuthorizedKeysConfigMapName holds root's authorized_keys for the login nodes.
+func (c *SlurmCluster) AuthorizedKeysConfigMapName() string { return c.Name + "-root-authorized-keys" }
+
+// MungeKeySecretName holds the munge key shared by every Slurm daemon.
+func (c *SlurmCluster) MungeKeySecretName() string { return c.Name + "-munge-key" }
+
+// SSHHostKeysSecretName holds the SSH host keys of the login and worker nodes.
+func (c *SlurmCluster) SSHHostKeysSecretName() string { return c.Name + "-ssh-host-keys" }
+
+// JWTKeySecretName holds the HS256 key slurmctld and slurmrestd use for JWT authentication.
+func (c *SlurmCluster) JWTKeySecretName() string { return c.Name + "-jwt-key" }
+
+// SlurmdbdConfigSecretName holds slurmdbd.conf (it contains the database password).
+func (c *SlurmCluster) SlurmdbdConfigSecretName() string { return c.Name + "-slurmdbd-conf" }
+
+// DatabasePasswordSecretName holds the password of the accounting database user, when the
+// operator creates the database through mariadb-operator.
+func (c *SlurmCluster) DatabasePasswordSecretName() string { return c.Name + "-mariadb-password" }
+
+// MariaDBName is the name of the mariadb-operator MariaDB object.
+func (c *SlurmCluster) MariaDBName() string { return c.Name + "-mariadb" }
+
+// PopulateJailJobName is the Job that fills the jail.
+func (c *SlurmCluster) PopulateJailJobName() string { return c.ComponentName(ComponentJail) }

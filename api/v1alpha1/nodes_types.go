@@ -1,0 +1,309 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// SlurmNodes sets the count and configuration of each kind of Slurm node.
+type SlurmNodes struct {
+	// Controller runs slurmctld (and a backup slurmctld when size is 2).
+	// +kubebuilder:default={}
+	// +optional
+	Controller Controller `json:"controller,omitempty"`
+
+	// Worker runs slurmd: the nodes jobs run on, named worker-0 … worker-(size-1).
+	Worker Worker `json:"worker"`
+
+	// Login runs sshd: the nodes users log in to, named login-0 … login-(size-1).
+	Login Login `json:"login"`
+
+	// Accounting runs slurmdbd and its database.
+	// +kubebuilder:default={}
+	// +optional
+	Accounting Accounting `json:"accounting,omitempty"`
+
+	// Exporter runs a Prometheus exporter for Slurm metrics.
+	// +kubebuilder:default={}
+	// +optional
+	Exporter Exporter `json:"exporter,omitempty"`
+}
+
+// Controller configures slurmctld.
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || self.size == 1 || (has(self.volumes) && has(self.volumes.spool) && (has(self.volumes.spool.volumeSourceName) || (has(self.volumes.spool.volumeClaimTemplateSpec.accessModes) && 'ReadWriteMany' in self.volumes.spool.volumeClaimTemplateSpec.accessModes)))",message="size 2 (a backup slurmctld) needs a ReadWriteMany spool: set volumes.spool.volumeSourceName or a volumeClaimTemplateSpec with ReadWriteMany",fieldPath=".size"
+type Controller struct {
+	// Size is 1, or 2 for a backup slurmctld that takes over when the first fails. A backup
+	// needs a spool both can reach (ReadWriteMany).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2
+	// +kubebuilder:default=1
+	// +optional
+	Size int32 `json:"size,omitempty"`
+
+	// K8sNodeFilterName picks the Kubernetes nodes slurmctld runs on.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
+
+	// Resources of the slurmctld container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Volumes of the controller.
+	// +kubebuilder:default={}
+	// +optional
+	Volumes ControllerVolumes `json:"volumes,omitempty"`
+}
+
+// ControllerVolumes are the volumes of the controller.
+type ControllerVolumes struct {
+	// Spool holds slurmctld's saved state (StateSaveLocation). When unset, each controller pod
+	// gets a 10Gi ReadWriteOnce claim of the default storage class.
+	// +optional
+	Spool *SpoolVolume `json:"spool,omitempty"`
+
+	// Jail mounts the shared root on the controller (optional; the controller does not run jobs).
+	// +optional
+	Jail *JailVolume `json:"jail,omitempty"`
+}
+
+// Worker configures the slurmd nodes.
+type Worker struct {
+	// Size is the number of worker nodes, named worker-0 … worker-(size-1). Change it with
+	// kubectl edit or kubectl scale.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4096
+	// +kubebuilder:default=1
+	// +optional
+	Size int32 `json:"size"`
+
+	// K8sNodeFilterName picks the Kubernetes nodes workers run on (usually the GPU nodes).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
+
+	// GPU is the number of GPUs of each worker. When unset, it is found from the NVIDIA GPU
+	// Operator's labels on the nodes the worker filter selects.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	GPU *int32 `json:"gpu,omitempty"`
+
+	// Resources of the slurmd container. CPUs and memory of the Slurm node follow from them.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Volumes of the workers.
+	Volumes WorkerVolumes `json:"volumes"`
+}
+
+// WorkerVolumes are the volumes of each worker.
+type WorkerVolumes struct {
+	// Spool holds slurmd's node-local state. When unset, it is an emptyDir.
+	// +optional
+	Spool *SpoolVolume `json:"spool,omitempty"`
+
+	// Jail is the shared root every job runs in.
+	Jail JailVolume `json:"jail"`
+
+	// JailSubMounts are volumes mounted inside the jail, at the same path on every node.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	JailSubMounts []JailSubMount `json:"jailSubMounts,omitempty"`
+}
+
+// Login configures the SSH login nodes.
+type Login struct {
+	// Size is the number of login nodes, named login-0 … login-(size-1).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=32
+	// +kubebuilder:default=1
+	// +optional
+	Size int32 `json:"size"`
+
+	// K8sNodeFilterName picks the Kubernetes nodes login pods run on.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
+
+	// Sshd configures the SSH daemon.
+	// +kubebuilder:default={}
+	// +optional
+	Sshd Sshd `json:"sshd,omitempty"`
+
+	// SSHRootPublicKeys are the public keys allowed to log in as root. Changing them does not
+	// restart the login pods.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	SSHRootPublicKeys []SSHPublicKey `json:"sshRootPublicKeys,omitempty"`
+
+	// Service exposes sshd outside the cluster.
+	// +kubebuilder:default={}
+	// +optional
+	Service LoginService `json:"service,omitempty"`
+
+	// Resources of the sshd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Volumes of the login nodes.
+	Volumes LoginVolumes `json:"volumes"`
+}
+
+// SSHPublicKey is one line of an authorized_keys file: type, key, optional comment.
+// +kubebuilder:validation:MaxLength=16384
+// +kubebuilder:validation:Pattern=`^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2}( [^\r\n]*)?$`
+type SSHPublicKey string
+
+// Sshd configures the SSH daemon of the login nodes.
+type Sshd struct {
+	// Port sshd listens on, inside the pod and on the Service.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=22
+	// +optional
+	Port int32 `json:"port,omitempty"`
+}
+
+// LoginService configures the Service in front of the login nodes.
+type LoginService struct {
+	// Type of the Service: LoadBalancer (the default, a public address), NodePort or ClusterIP
+	// (reach it with kubectl port-forward).
+	// +kubebuilder:validation:Enum=LoadBalancer;NodePort;ClusterIP
+	// +kubebuilder:default=LoadBalancer
+	// +optional
+	Type corev1.ServiceType `json:"type,omitempty"`
+
+	// Annotations on the Service, for example to ask the cloud for a private load balancer.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// LoadBalancerSourceRanges limits which client addresses may connect (CIDRs).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="must be a CIDR such as 203.0.113.0/24"
+	// +optional
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+}
+
+// LoginVolumes are the volumes of each login node.
+type LoginVolumes struct {
+	// Jail is the shared root users work in.
+	Jail JailVolume `json:"jail"`
+
+	// JailSubMounts are volumes mounted inside the jail; a sub-mount shared with the workers
+	// must have the same mountPath.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	JailSubMounts []JailSubMount `json:"jailSubMounts,omitempty"`
+}
+
+// Accounting configures slurmdbd and its database.
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || ((has(self.mariadbOperator) && self.mariadbOperator.enabled) ? 1 : 0) + (has(self.externalDB) ? 1 : 0) == 1",message="when accounting is enabled, set exactly one database: mariadbOperator.enabled or externalDB"
+type Accounting struct {
+	// Enabled runs slurmdbd, so that sacct and sreport work.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// K8sNodeFilterName picks the Kubernetes nodes slurmdbd (and its database) run on.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
+
+	// Resources of the slurmdbd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// MariadbOperator creates the database with mariadb-operator (which must be installed).
+	// +optional
+	MariadbOperator *MariadbOperator `json:"mariadbOperator,omitempty"`
+
+	// ExternalDB points slurmdbd at an existing MySQL or MariaDB server.
+	// +optional
+	ExternalDB *ExternalDB `json:"externalDB,omitempty"`
+}
+
+// MariadbOperator configures the MariaDB that mariadb-operator runs for accounting.
+type MariadbOperator struct {
+	// Enabled creates MariaDB, Database, User and Grant objects of mariadb-operator.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// Storage of the MariaDB server.
+	// +optional
+	Storage MariadbStorage `json:"storage,omitempty"`
+
+	// Resources of the MariaDB container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// MariadbStorage is the storage of the MariaDB server.
+type MariadbStorage struct {
+	// VolumeClaimTemplate is the claim of the MariaDB data volume.
+	// +optional
+	VolumeClaimTemplate *corev1.PersistentVolumeClaimSpec `json:"volumeClaimTemplate,omitempty"`
+}
+
+// ExternalDB is an existing MySQL or MariaDB server for slurmdbd.
+type ExternalDB struct {
+	// Host name or address of the server.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.:\[\]-]+$`
+	Host string `json:"host"`
+
+	// Port of the server.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=3306
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// User slurmdbd logs in as.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=80
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	User string `json:"user"`
+
+	// Database name (StorageLoc).
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]+$`
+	// +kubebuilder:default=slurm_acct_db
+	// +optional
+	Database string `json:"database,omitempty"`
+
+	// PasswordSecretKeyRef is the Secret key that holds the user's password.
+	PasswordSecretKeyRef corev1.SecretKeySelector `json:"passwordSecretKeyRef"`
+}
+
+// Exporter configures the Prometheus exporter.
+type Exporter struct {
+	// Enabled runs the exporter (and a ServiceMonitor when the Prometheus operator is installed).
+	// +kubebuilder:default=false
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// Size is the number of exporter replicas.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4
+	// +kubebuilder:default=1
+	// +optional
+	Size int32 `json:"size,omitempty"`
+
+	// K8sNodeFilterName picks the Kubernetes nodes the exporter runs on.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
+
+	// Resources of the exporter container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}

@@ -1,0 +1,320 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SlurmClusterSpec describes a whole Slurm cluster: where its pods run, which volumes they mount,
+// how the shared-root jail is populated, how Slurm is configured, and how many of each node there
+// are.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.controller.k8sNodeFilterName) || (has(self.k8sNodeFilters) && self.k8sNodeFilters.exists(f, f.name == self.slurmNodes.controller.k8sNodeFilterName))",message="must name an entry of spec.k8sNodeFilters",fieldPath=".slurmNodes.controller.k8sNodeFilterName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.k8sNodeFilterName) || (has(self.k8sNodeFilters) && self.k8sNodeFilters.exists(f, f.name == self.slurmNodes.worker.k8sNodeFilterName))",message="must name an entry of spec.k8sNodeFilters",fieldPath=".slurmNodes.worker.k8sNodeFilterName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.login.k8sNodeFilterName) || (has(self.k8sNodeFilters) && self.k8sNodeFilters.exists(f, f.name == self.slurmNodes.login.k8sNodeFilterName))",message="must name an entry of spec.k8sNodeFilters",fieldPath=".slurmNodes.login.k8sNodeFilterName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.accounting.k8sNodeFilterName) || (has(self.k8sNodeFilters) && self.k8sNodeFilters.exists(f, f.name == self.slurmNodes.accounting.k8sNodeFilterName))",message="must name an entry of spec.k8sNodeFilters",fieldPath=".slurmNodes.accounting.k8sNodeFilterName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.exporter.k8sNodeFilterName) || (has(self.k8sNodeFilters) && self.k8sNodeFilters.exists(f, f.name == self.slurmNodes.exporter.k8sNodeFilterName))",message="must name an entry of spec.k8sNodeFilters",fieldPath=".slurmNodes.exporter.k8sNodeFilterName"
+// +kubebuilder:validation:XValidation:rule="!has(self.populateJail) || !has(self.populateJail.k8sNodeFilterName) || (has(self.k8sNodeFilters) && self.k8sNodeFilters.exists(f, f.name == self.populateJail.k8sNodeFilterName))",message="must name an entry of spec.k8sNodeFilters",fieldPath=".populateJail.k8sNodeFilterName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.controller.volumes.jail) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.slurmNodes.controller.volumes.jail.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".slurmNodes.controller.volumes.jail.volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.controller.volumes.spool) || !has(self.slurmNodes.controller.volumes.spool.volumeSourceName) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.slurmNodes.controller.volumes.spool.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".slurmNodes.controller.volumes.spool.volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jail) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.slurmNodes.worker.volumes.jail.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".slurmNodes.worker.volumes.jail.volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.spool) || !has(self.slurmNodes.worker.volumes.spool.volumeSourceName) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.slurmNodes.worker.volumes.spool.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".slurmNodes.worker.volumes.spool.volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jailSubMounts) || self.slurmNodes.worker.volumes.jailSubMounts.all(m, has(self.volumeSources) && self.volumeSources.exists(v, v.name == m.volumeSourceName))",message="every volumeSourceName must name an entry of spec.volumeSources",fieldPath=".slurmNodes.worker.volumes.jailSubMounts"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.login.volumes.jail) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.slurmNodes.login.volumes.jail.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".slurmNodes.login.volumes.jail.volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.login.volumes.jailSubMounts.all(m, has(self.volumeSources) && self.volumeSources.exists(v, v.name == m.volumeSourceName))",message="every volumeSourceName must name an entry of spec.volumeSources",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jailSubMounts) || !has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.worker.volumes.jailSubMounts.all(w, self.slurmNodes.login.volumes.jailSubMounts.all(l, l.name != w.name || l.mountPath == w.mountPath))",message="a jail sub-mount must have the same mountPath on login and worker nodes",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jailSubMounts) || !has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.worker.volumes.jailSubMounts.all(w, self.slurmNodes.login.volumes.jailSubMounts.all(l, l.volumeSourceName != w.volumeSourceName || l.mountPath == w.mountPath))",message="a volume source mounted into the jail must have the same mountPath on login and worker nodes",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmConfig.partitions) || self.slurmConfig.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="at most one partition may be the default",fieldPath=".slurmConfig.partitions"
+type SlurmClusterSpec struct {
+	// ClusterName is the Slurm cluster name (ClusterName in slurm.conf, and the cluster's name in
+	// the accounting database). It cannot be changed after creation: Slurm ties saved state and
+	// accounting records to it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_-]*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable"
+	ClusterName string `json:"clusterName"`
+
+	// K8sNodeFilters are named sets of Kubernetes nodes (for example "gpu" and "no-gpu"). Each
+	// component picks one through its k8sNodeFilterName. Both filters may select the same nodes.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	K8sNodeFilters []K8sNodeFilter `json:"k8sNodeFilters,omitempty"`
+
+	// VolumeSources are named volumes (usually ReadWriteMany PersistentVolumeClaims) that the
+	// components mount through a volumeSourceName: the jail, the controller spool, jail sub-mounts.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	VolumeSources []VolumeSource `json:"volumeSources,omitempty"`
+
+	// PopulateJail configures the one-time Job that fills the jail volume with an OS root.
+	// +optional
+	PopulateJail *PopulateJail `json:"populateJail,omitempty"`
+
+	// PeriodicChecks configures health checks that run on every worker and drain a broken node.
+	// +optional
+	PeriodicChecks *PeriodicChecks `json:"periodicChecks,omitempty"`
+
+	// SlurmConfig holds the Slurm settings an admin may change: partitions, common parameters,
+	// cgroup.conf keys and extra slurm.conf lines.
+	// +kubebuilder:default={}
+	// +optional
+	SlurmConfig SlurmConfig `json:"slurmConfig,omitempty"`
+
+	// Images are the container images of the components.
+	// +kubebuilder:default={}
+	// +optional
+	Images Images `json:"images,omitempty"`
+
+	// SlurmNodes sets the count and configuration of each kind of Slurm node.
+	SlurmNodes SlurmNodes `json:"slurmNodes"`
+}
+
+// K8sNodeFilter is a named choice of Kubernetes nodes.
+type K8sNodeFilter struct {
+	// Name is how components refer to this filter (k8sNodeFilterName).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// NodeSelector is a map of node labels that a node must carry.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Affinity holds node affinity rules for the pods placed by this filter.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// Tolerations let the pods run on tainted nodes (for example GPU nodes tainted
+	// nvidia.com/gpu=present:NoSchedule).
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// PopulateJail configures the Job that fills an empty jail with an OS root.
+type PopulateJail struct {
+	// Image holds the jail's root file system; the Job copies it into the jail volume.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// K8sNodeFilterName picks the nodes the populate Job may run on.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
+
+	// Overwrite, when true, repopulates a jail that already holds data. This destroys what users
+	// installed in the jail. Leave it false (the default) except for a deliberate rebuild.
+	// +kubebuilder:default=false
+	// +optional
+	Overwrite bool `json:"overwrite,omitempty"`
+}
+
+// HealthCheck names one check of the periodic health checks.
+// +kubebuilder:validation:Enum=GPUCount;NvidiaSMI;JailMounted
+type HealthCheck string
+
+const (
+	// HealthCheckGPUCount verifies that the node sees as many GPUs as Slurm expects.
+	HealthCheckGPUCount HealthCheck = "GPUCount"
+	// HealthCheckNvidiaSMI verifies that nvidia-smi answers without error.
+	HealthCheckNvidiaSMI HealthCheck = "NvidiaSMI"
+	// HealthCheckJailMounted verifies that the jail is mounted and readable.
+	HealthCheckJailMounted HealthCheck = "JailMounted"
+)
+
+// HealthAction is what happens to a node whose check fails.
+// +kubebuilder:validation:Enum=Drain;Report
+type HealthAction string
+
+const (
+	// HealthActionDrain drains the node in Slurm with a reason owned by the operator, and returns
+	// it to service when the checks pass again.
+	HealthActionDrain HealthAction = "Drain"
+	// HealthActionReport only records the failure (in the slurmd log and an event).
+	HealthActionReport HealthAction = "Report"
+)
+
+// PeriodicChecks configures health checks that slurmd runs on every worker (Slurm's
+// HealthCheckProgram).
+type PeriodicChecks struct {
+	// Enabled turns the checks on.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// IntervalSeconds is how often each worker runs the checks (HealthCheckInterval).
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:default=300
+	// +optional
+	IntervalSeconds int32 `json:"intervalSeconds,omitempty"`
+
+	// Checks lists what to check. Empty means every check that fits the node (GPU checks only on
+	// GPU workers).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Checks []HealthCheck `json:"checks,omitempty"`
+
+	// Action is what happens when a check fails: Drain (the default) or Report.
+	// +kubebuilder:default=Drain
+	// +optional
+	Action HealthAction `json:"action,omitempty"`
+}
+
+// Images are the container images of the components. Each has a default that matches the
+// operator's release.
+type Images struct {
+	// Controller runs slurmctld.
+	// +kubebuilder:default="slurm-k8s/slurmctld:24.11"
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Controller string `json:"controller,omitempty"`
+
+	// Worker runs slurmd inside the jail.
+	// +kubebuilder:default="slurm-k8s/slurmd:24.11"
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Worker string `json:"worker,omitempty"`
+
+	// Login runs sshd inside the jail.
+	// +kubebuilder:default="slurm-k8s/login:24.11"
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Login string `json:"login,omitempty"`
+
+	// Accounting runs slurmdbd.
+	// +kubebuilder:default="slurm-k8s/slurmdbd:24.11"
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Accounting string `json:"accounting,omitempty"`
+
+	// Munge runs munged beside every Slurm daemon.
+	// +kubebuilder:default="slurm-k8s/munge:24.11"
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Munge string `json:"munge,omitempty"`
+
+	// Exporter runs the Prometheus exporter.
+	// +kubebuilder:default="slurm-k8s/exporter:24.11"
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Exporter string `json:"exporter,omitempty"`
+
+	// PullPolicy applies to every image above.
+	// +kubebuilder:default=IfNotPresent
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	PullPolicy string `json:"pullPolicy,omitempty"`
+}
+
+// SlurmClusterStatus is what the operator observed the last time it reconciled.
+type SlurmClusterStatus struct {
+	// ObservedGeneration is the spec generation that the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Available (the cluster takes jobs), ControllerAvailable, WorkersAvailable,
+	// LoginAvailable, AccountingAvailable, JailPopulated, and Degraded when something needs care.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Workers counts the worker nodes, as Kubernetes and as Slurm see them.
+	// +optional
+	Workers WorkerStatus `json:"workers,omitempty"`
+
+	// LoginEndpoint is the address users ssh to (the login Service's load balancer address, or
+	// its cluster address when it has none yet).
+	// +optional
+	LoginEndpoint string `json:"loginEndpoint,omitempty"`
+
+	// GPU is the GPU shape of each worker, as rendered into Slurm's gres.
+	// +optional
+	GPU *GPUShape `json:"gpu,omitempty"`
+}
+
+// WorkerStatus counts worker nodes.
+type WorkerStatus struct {
+	// Desired is spec.slurmNodes.worker.size.
+	// +optional
+	Desired int32 `json:"desired,omitempty"`
+	// Replicas is how many worker pods exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// Ready is how many worker pods are ready.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+	// Summary is "ready/desired", for kubectl get.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+	// Idle is how many workers Slurm reports idle.
+	// +optional
+	Idle int32 `json:"idle,omitempty"`
+	// Allocated is how many workers Slurm reports running jobs (allocated or mixed).
+	// +optional
+	Allocated int32 `json:"allocated,omitempty"`
+	// Drained is how many workers Slurm reports drained or draining.
+	// +optional
+	Drained int32 `json:"drained,omitempty"`
+	// Selector selects the worker pods (for the scale subresource, HPA and KEDA).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+}
+
+// GPUShape is the GPU configuration of each worker.
+type GPUShape struct {
+	// PerWorker is the number of GPUs of each worker.
+	PerWorker int32 `json:"perWorker"`
+	// Type is the gres type rendered in Slurm (for example h100); empty when untyped.
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Product is the GPU product the node labels name (for example NVIDIA-H100-80GB-HBM3).
+	// +optional
+	Product string `json:"product,omitempty"`
+	// Source says where the shape came from: Spec (slurmNodes.worker.gpu) or NodeLabels.
+	// +optional
+	Source string `json:"source,omitempty"`
+}
+
+// SlurmCluster is a complete Slurm cluster: slurmctld, GPU workers, SSH login nodes,
+// accounting, and the shared-root jail every node and job runs in.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.slurmNodes.worker.size,statuspath=.status.workers.replicas,selectorpath=.status.workers.selector
+// +kubebuilder:resource:shortName=slurm,categories=slurm
+// +kubebuilder:printcolumn:name="Workers",type=string,JSONPath=`.status.workers.summary`,description="Ready/desired worker nodes"
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpu.perWorker`,description="GPUs per worker"
+// +kubebuilder:printcolumn:name="Login",type=string,JSONPath=`.status.loginEndpoint`,description="Address to ssh to"
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters: it prefixes the names of the cluster's objects"
+type SlurmCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired cluster.
+	Spec SlurmClusterSpec `json:"spec"`
+	// Status is the observed cluster.
+	// +optional
+	Status SlurmClusterStatus `json:"status,omitempty"`
+}
+
+// SlurmClusterList is a list of SlurmCluster.
+//
+// +kubebuilder:object:root=true
+type SlurmClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SlurmCluster `json:"items"`
+}
