@@ -1,0 +1,129 @@
+// Package accounting renders slurmdbd (StatefulSet, Service, slurmdbd.conf in a Secret) and,
+// with spec.slurmNodes.accounting.mariadbOperator.enabled, the mariadb-operator objects of its
+// database (MariaDB, Database, User, Grant) as unstructured objects.
+package accounting
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+)
+
+const comp = slurmv1alpha1.ComponentAccounting
+
+// Database defaults when the operator creates the database.
+const (
+	DatabaseName = "slurm_acct_db"
+	DatabaseUser = "slurm"
+	// PasswordKey is the key of the password in the generated password Secret.
+	PasswordKey = "password"
+	mariaDBPort = 3306
+)
+
+const volumeDBDConf = "slurmdbd-conf"
+
+// DatabaseFor says where slurmdbd's database is. password is the external database's password
+// (read from the user's Secret) or the generated one.
+func DatabaseFor(sc *slurmv1alpha1.SlurmCluster, password []byte) base.Database {
+	acc := sc.Spec.SlurmNodes.Accounting
+	if db := acc.ExternalDB; db != nil {
+		return base.Database{Host: db.Host, Port: db.Port, User: db.User, Password: string(password), Name: db.Database}
+	}
+	return base.Database{Host: sc.MariaDBName(), Port: mariaDBPort, User: DatabaseUser, Password: string(password), Name: DatabaseName}
+}
+
+// ConfigSecret holds slurmdbd.conf; it is a Secret because it holds the database password.
+func ConfigSecret(in base.Input) *corev1.Secret {
+	sc := in.Cluster
+	return &corev1.Secret{
+		TypeMeta:   base.TypeMeta("v1", "Secret"),
+		ObjectMeta: base.ObjectMeta(sc, sc.SlurmdbdConfigSecretName(), comp),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{slurmconf.SlurmdbdConf: []byte(slurmconf.SlurmdbdConfig(in))},
+	}
+}
+
+// Service is how slurmctld reaches slurmdbd (AccountingStorageHost).
+func Service(in base.Input) *corev1.Service {
+	sc := in.Cluster
+	return &corev1.Service{
+		TypeMeta:   base.TypeMeta("v1", "Service"),
+		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp), comp),
+		Spec: corev1.ServiceSpec{
+			Selector: base.SelectorLabels(sc, comp),
+			Ports:    []corev1.ServicePort{{Name: "slurmdbd", Port: slurmconf.SlurmdbdPort, TargetPort: intstr.FromString("slurmdbd")}},
+		},
+	}
+}
+
+// StatefulSet runs slurmdbd. slurmdbd reads its config only at start, so the pod template
+// carries a hash of slurmdbd.conf: a change of database rolls the pod, and nothing else does.
+func StatefulSet(in base.Input) *appsv1.StatefulSet {
+	sc := in.Cluster
+	spec := sc.Spec.SlurmNodes.Accounting
+	volumes := append(base.CommonVolumes(sc),
+		corev1.Volume{Name: volumeDBDConf, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: sc.SlurmdbdConfigSecretName(), DefaultMode: ptr.To[int32](0o600),
+		}}},
+		corev1.Volume{Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o400),
+		}}},
+	)
+	pod := corev1.PodSpec{
+		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		Containers: []corev1.Container{base.Container(sc, corev1.Container{
+			Name:    "slurmdbd",
+			Image:   sc.Spec.Images.Accounting,
+			Command: []string{"slurmdbd"},
+			Args:    []string{"-D"},
+			Ports:   []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: slurmconf.SlurmdbdPort}},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: volumeDBDConf, MountPath: base.SlurmConfDir + "/" + slurmconf.SlurmdbdConf, SubPath: slurmconf.SlurmdbdConf, ReadOnly: true},
+				{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+				{Name: base.VolumeJWTKey, MountPath: base.JWTKeyDir, ReadOnly: true},
+			},
+			Resources: *spec.Resources.DeepCopy(),
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmdbd")}},
+				PeriodSeconds: 5,
+			},
+		})},
+		Volumes:   volumes,
+		DNSConfig: base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+	}
+	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	return base.StatefulSet(sc, base.StatefulSetParams{
+		Component: comp, Replicas: 1, Pod: pod,
+		PodAnnotations: map[string]string{base.AnnotationRestartHash: base.RestartHash([]byte(slurmconf.SlurmdbdConfig(in)))},
+	})
+}
+
+// PasswordSecret holds the generated password of the database user (mariadb-operator only).
+func PasswordSecret(in base.Input) *corev1.Secret {
+	sc := in.Cluster
+	return &corev1.Secret{
+		TypeMeta:   base.TypeMeta("v1", "Secret"),
+		ObjectMeta: base.ObjectMeta(sc, sc.DatabasePasswordSecretName(), comp),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{PasswordKey: in.Keys.DatabasePassword},
+	}
+}
+
+// Validate reports inputs the renderers cannot work with.
+func Validate(in base.Input) error {
+	acc := in.Cluster.Spec.SlurmNodes.Accounting
+	if !acc.Enabled {
+		return nil
+	}
+	if in.Database.Password == "" {
+		return fmt.Errorf("accounting: no database password")
+	}
+	return nil
+}

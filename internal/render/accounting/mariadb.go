@@ -1,0 +1,81 @@
+package accounting
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+// MariaDBAPIVersion is the mariadb-operator API the objects are written for.
+const MariaDBAPIVersion = "k8s.mariadb.com/v1alpha1"
+
+// MariaDBObjects renders the MariaDB server, the accounting Database, its User and the Grant.
+func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
+	sc := in.Cluster
+	mo := sc.Spec.SlurmNodes.Accounting.MariadbOperator
+	name := sc.MariaDBName()
+	ref := map[string]any{"name": name}
+
+	mariadbSpec := map[string]any{
+		"rootPasswordSecretKeyRef": map[string]any{"name": name + "-root", "key": "password", "generate": true},
+		"port":                     int64(mariaDBPort),
+		"myCnf":                    "[mariadb]\ninnodb_buffer_pool_size=1024M\ninnodb_lock_wait_timeout=900\nmax_allowed_packet=256M\n",
+	}
+	storage := map[string]any{}
+	if mo.Storage.VolumeClaimTemplate != nil {
+		vct, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mo.Storage.VolumeClaimTemplate)
+		if err != nil {
+			return nil, err
+		}
+		storage["volumeClaimTemplate"] = vct
+	} else {
+		storage["size"] = "10Gi"
+	}
+	mariadbSpec["storage"] = storage
+	if len(mo.Resources.Limits) > 0 || len(mo.Resources.Requests) > 0 {
+		res, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&mo.Resources)
+		if err != nil {
+			return nil, err
+		}
+		mariadbSpec["resources"] = res
+	}
+	if f := sc.Spec.SlurmNodes.Accounting.K8sNodeFilterName; f != "" {
+		for _, nf := range sc.Spec.K8sNodeFilters {
+			if nf.Name == f && len(nf.NodeSelector) > 0 {
+				sel := map[string]any{}
+				for k, v := range nf.NodeSelector {
+					sel[k] = v
+				}
+				mariadbSpec["nodeSelector"] = sel
+			}
+		}
+	}
+	obj := func(kind, objName string, spec map[string]any) *unstructured.Unstructured {
+		labels := map[string]any{}
+		for k, v := range base.Labels(sc, comp) {
+			labels[k] = v
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": MariaDBAPIVersion,
+			"kind":       kind,
+			"metadata":   map[string]any{"name": objName, "namespace": sc.Namespace, "labels": labels},
+			"spec":       spec,
+		}}
+	}
+	return []*unstructured.Unstructured{
+		obj("MariaDB", name, mariadbSpec),
+		obj("Database", name+"-acct-db", map[string]any{
+			"mariaDbRef": ref, "name": DatabaseName, "characterSet": "utf8mb4", "collate": "utf8mb4_unicode_ci",
+		}),
+		obj("User", name+"-slurm", map[string]any{
+			"mariaDbRef": ref, "name": DatabaseUser, "host": "%",
+			"passwordSecretKeyRef": map[string]any{"name": sc.DatabasePasswordSecretName(), "key": PasswordKey},
+			"maxUserConnections":   int64(100),
+		}),
+		obj("Grant", name+"-slurm", map[string]any{
+			"mariaDbRef": ref, "username": DatabaseUser, "host": "%",
+			"privileges": []any{"ALL PRIVILEGES"}, "database": DatabaseName, "table": "*",
+		}),
+	}, nil
+}

@@ -1,0 +1,60 @@
+package base
+
+import (
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+)
+
+// Input is everything a cluster is rendered from. The controller gathers it (reading Secrets,
+// node labels, API discovery); the renderers only read it.
+type Input struct {
+	// Cluster is the SlurmCluster with defaults applied (see WithDefaults).
+	Cluster *slurmv1alpha1.SlurmCluster
+	// Keys are the cluster's generated secrets.
+	Keys Keys
+	// GPU is the GPU shape of each worker; zero Count means CPU-only workers.
+	GPU GPU
+	// ClusterDomain is the Kubernetes DNS domain (cluster.local by default).
+	ClusterDomain string
+	// Database is where slurmdbd stores accounting, when accounting is enabled.
+	Database Database
+	// Optional says which optional APIs the Kubernetes cluster serves.
+	Optional OptionalAPIs
+}
+
+// Keys are generated once by the controller and never regenerated while their Secrets exist.
+type Keys struct {
+	// Munge is the munge key shared by every Slurm daemon.
+	Munge []byte
+	// JWT is the HS256 key for slurmrestd and the operator's Slurm client.
+	JWT []byte
+	// SSHHost maps file names (ssh_host_ed25519_key, …) to OpenSSH host key files.
+	SSHHost map[string][]byte
+	// DatabasePassword is the accounting database user's password when the operator creates the
+	// database through mariadb-operator.
+	DatabasePassword []byte
+}
+
+// GPU is the GPU shape of each worker.
+type GPU struct {
+	// Count is the number of GPUs per worker.
+	Count int32
+	// Type is the gres type (for example h100); empty renders untyped gres.
+	Type string
+}
+
+// Database is the accounting database slurmdbd connects to.
+type Database struct {
+	Host     string
+	Port     int32
+	User     string
+	Password string
+	Name     string
+}
+
+// OptionalAPIs records which optional custom resources the cluster serves.
+type OptionalAPIs struct {
+	// MariaDB is true when mariadb-operator's k8s.mariadb.com API is served.
+	MariaDB bool
+	// ServiceMonitor is true when the Prometheus operator's monitoring.coreos.com API is served.
+	ServiceMonitor bool
+}

@@ -1,0 +1,193 @@
+package base
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+)
+
+// Paths inside the containers. The images in images/ follow this contract.
+const (
+	// JailDir is where login and worker pods mount the jail; their daemons run chrooted in it.
+	JailDir = "/mnt/jail"
+	// SlurmConfDir holds slurm.conf and friends (inside the jail for login and workers).
+	SlurmConfDir = "/etc/slurm"
+	// MungeSocketDir holds munged's socket, shared by the munge sidecar and the Slurm daemon.
+	MungeSocketDir = "/run/munge"
+	// MungeKeyDir holds the munge key.
+	MungeKeyDir = "/etc/munge"
+	// JWTKeyDir holds the JWT key slurmctld verifies tokens with.
+	JWTKeyDir = "/etc/slurm-jwt"
+	// JWTKeyFile is the file name of the JWT key in JWTKeyDir.
+	JWTKeyFile = "jwt_hs256.key"
+	// JailEntrypoint, in the login and worker images, bind-mounts the node's /proc, /sys, /dev,
+	// /run and /tmp into the jail and runs its arguments chrooted in it.
+	JailEntrypoint = "/usr/local/bin/slurm-jail-exec"
+)
+
+// Volume names used in pod specs.
+const (
+	VolumeSlurmConfig = "slurm-config"
+	VolumeMungeKey    = "munge-key"
+	VolumeMungeSocket = "munge-socket"
+	VolumeJWTKey      = "jwt-key"
+	VolumeJail        = "jail"
+	VolumeSpool       = "spool"
+	VolumeSSHHostKeys = "ssh-host-keys"
+)
+
+// Scheduling applies the named k8sNodeFilter to a pod spec. An empty name leaves the pod free.
+func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.PodSpec) {
+	if filterName == "" {
+		return
+	}
+	for _, f := range sc.Spec.K8sNodeFilters {
+		if f.Name != filterName {
+			continue
+		}
+		if len(f.NodeSelector) > 0 {
+			spec.NodeSelector = make(map[string]string, len(f.NodeSelector))
+			for k, v := range f.NodeSelector {
+				spec.NodeSelector[k] = v
+			}
+		}
+		if f.Affinity != nil {
+			spec.Affinity = f.Affinity.DeepCopy()
+		}
+		for _, t := range f.Tolerations {
+			spec.Tolerations = append(spec.Tolerations, *t.DeepCopy())
+		}
+		return
+	}
+}
+
+// MungeSidecar runs munged next to a Slurm daemon, as a native sidecar (an init container that
+// keeps running), so munged is up before the daemon starts and stops after it.
+func MungeSidecar(sc *slurmv1alpha1.SlurmCluster, socketDir string) corev1.Container {
+	return corev1.Container{
+		Name:            "munge",
+		Image:           sc.Spec.Images.Munge,
+		ImagePullPolicy: corev1.PullPolicy(sc.Spec.Images.PullPolicy),
+		Command:         []string{"munged"},
+		Args: []string{
+			"--foreground",
+			"--key-file=" + MungeKeyDir + "/munge.key",
+			"--socket=" + MungeSocketDir + "/munge.socket.2",
+			"--seed-file=" + MungeSocketDir + "/munged.seed",
+			"--pid-file=" + MungeSocketDir + "/munged.pid",
+			"--num-threads=4",
+		},
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolumeMungeKey, MountPath: MungeKeyDir, ReadOnly: true},
+			{Name: VolumeMungeSocket, MountPath: MungeSocketDir},
+		},
+		StartupProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+				Command: []string{"test", "-S", MungeSocketDir + "/munge.socket.2"},
+			}},
+			PeriodSeconds:    1,
+			FailureThreshold: 30,
+		},
+		Resources: corev1.ResourceRequirements{},
+	}
+}
+
+// CommonVolumes are the volumes every Slurm pod has: the config, the munge key and socket.
+func CommonVolumes(sc *slurmv1alpha1.SlurmCluster) []corev1.Volume {
+	return []corev1.Volume{
+		{Name: VolumeSlurmConfig, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: sc.ConfigMapName()},
+		}}},
+		{Name: VolumeMungeKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: sc.MungeKeySecretName(), DefaultMode: ptr.To[int32](0o400),
+		}}},
+		{Name: VolumeMungeSocket, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+}
+
+// VolumeSourceVolume turns a named entry of spec.volumeSources into a pod volume called name.
+func VolumeSourceVolume(sc *slurmv1alpha1.SlurmCluster, sourceName, name string) (corev1.Volume, error) {
+	for _, v := range sc.Spec.VolumeSources {
+		if v.Name != sourceName {
+			continue
+		}
+		vol := corev1.Volume{Name: name}
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			vol.PersistentVolumeClaim = v.PersistentVolumeClaim.DeepCopy()
+		case v.NFS != nil:
+			vol.NFS = v.NFS.DeepCopy()
+		case v.HostPath != nil:
+			vol.HostPath = v.HostPath.DeepCopy()
+		case v.EmptyDir != nil:
+			vol.EmptyDir = v.EmptyDir.DeepCopy()
+		case v.CSI != nil:
+			vol.CSI = v.CSI.DeepCopy()
+		default:
+			return vol, fmt.Errorf("volume source %q sets no source", sourceName)
+		}
+		return vol, nil
+	}
+	return corev1.Volume{}, fmt.Errorf("volume source %q is not in spec.volumeSources", sourceName)
+}
+
+// JailVolumes returns the jail volume and one volume per jail sub-mount, with the mounts that
+// place them inside JailDir (the jail first, so sub-mounts land on top of it).
+func JailVolumes(sc *slurmv1alpha1.SlurmCluster, jail slurmv1alpha1.JailVolume, subMounts []slurmv1alpha1.JailSubMount) ([]corev1.Volume, []corev1.VolumeMount, error) {
+	jv, err := VolumeSourceVolume(sc, jail.VolumeSourceName, VolumeJail)
+	if err != nil {
+		return nil, nil, fmt.Errorf("jail: %w", err)
+	}
+	vols := []corev1.Volume{jv}
+	mounts := []corev1.VolumeMount{{Name: VolumeJail, MountPath: JailDir, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)}}
+	for _, m := range subMounts {
+		name := "jail-submount-" + m.Name
+		v, err := VolumeSourceVolume(sc, m.VolumeSourceName, name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("jail sub-mount %q: %w", m.Name, err)
+		}
+		vols = append(vols, v)
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: JailDir + m.MountPath, ReadOnly: m.ReadOnly})
+	}
+	return vols, mounts, nil
+}
+
+// DNSConfig adds search domains so that the pods of the cluster's headless Services resolve by
+// their short names (demo-worker-3) from every pod, as Slurm's NodeAddr and SlurmctldHost need.
+func DNSConfig(sc *slurmv1alpha1.SlurmCluster, namespace, clusterDomain string) *corev1.PodDNSConfig {
+	var searches []string
+	for _, comp := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentController, slurmv1alpha1.ComponentWorker, slurmv1alpha1.ComponentLogin} {
+		searches = append(searches, strings.Join([]string{sc.HeadlessServiceName(comp), namespace, "svc", clusterDomain}, "."))
+	}
+	return &corev1.PodDNSConfig{Searches: searches}
+}
+
+// PodIndexEnv exposes the StatefulSet ordinal of the pod as POD_INDEX, and the Slurm node name
+// (worker-3, login-0) as SLURM_NODE_NAME.
+func PodIndexEnv(comp slurmv1alpha1.Component) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "POD_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: "metadata.labels['" + LabelPodIndex + "']",
+		}}},
+		{Name: "SLURM_NODE_NAME", Value: string(comp) + "-$(POD_INDEX)"},
+	}
+}
+
+// HeadlessService gives each pod of a component a DNS name: <pod>.<service>.
+func HeadlessService(sc *slurmv1alpha1.SlurmCluster, comp slurmv1alpha1.Component, ports []corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   TypeMeta("v1", "Service"),
+		ObjectMeta: ObjectMeta(sc, sc.HeadlessServiceName(comp), comp),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 SelectorLabels(sc, comp),
+			PublishNotReadyAddresses: true,
+			Ports:                    ports,
+		},
+	}
+}

@@ -1,0 +1,61 @@
+package base
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+)
+
+// StatefulSetParams are what differs between the components' StatefulSets.
+type StatefulSetParams struct {
+	Component slurmv1alpha1.Component
+	Replicas  int32
+	Pod       corev1.PodSpec
+	// Claims become volumeClaimTemplates; their names must match volumes the pod mounts.
+	Claims []corev1.PersistentVolumeClaimSpec
+	// ClaimNames names each entry of Claims.
+	ClaimNames []string
+	// PodAnnotations go on the pod template (for example the restart hash).
+	PodAnnotations map[string]string
+}
+
+// StatefulSet builds a component's StatefulSet. Pods start in parallel, and claims are kept
+// when the StatefulSet is scaled down or deleted: the operator never deletes a PVC.
+func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.StatefulSet {
+	var claims []corev1.PersistentVolumeClaim
+	for i, spec := range p.Claims {
+		claims = append(claims, corev1.PersistentVolumeClaim{
+			TypeMeta:   TypeMeta("v1", "PersistentVolumeClaim"),
+			ObjectMeta: metav1.ObjectMeta{Name: p.ClaimNames[i]},
+			Spec:       *spec.DeepCopy(),
+		})
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   TypeMeta("apps/v1", "StatefulSet"),
+		ObjectMeta: ObjectMeta(sc, sc.ComponentName(p.Component), p.Component),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:             ptr.To(p.Replicas),
+			ServiceName:          sc.HeadlessServiceName(p.Component),
+			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(sc, p.Component)},
+			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			VolumeClaimTemplates: claims,
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(sc, p.Component), Annotations: p.PodAnnotations},
+				Spec:       p.Pod,
+			},
+		},
+	}
+}
+
+// Container fills in what every Slurm container shares: image pull policy.
+func Container(sc *slurmv1alpha1.SlurmCluster, c corev1.Container) corev1.Container {
+	c.ImagePullPolicy = corev1.PullPolicy(sc.Spec.Images.PullPolicy)
+	return c
+}

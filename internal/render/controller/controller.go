@@ -1,0 +1,103 @@
+// Package controller renders slurmctld: a StatefulSet (one pod, or two with a backup
+// slurmctld) and its headless Service.
+package controller
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+)
+
+const comp = slurmv1alpha1.ComponentController
+
+// DefaultSpoolSize is the size of the spool claim when spec.slurmNodes.controller.volumes.spool
+// is unset.
+var DefaultSpoolSize = resource.MustParse("10Gi")
+
+// Service is the headless Service that names slurmctld's pods.
+func Service(in base.Input) *corev1.Service {
+	return base.HeadlessService(in.Cluster, comp, []corev1.ServicePort{
+		{Name: "slurmctld", Port: slurmconf.SlurmctldPort, TargetPort: intstr.FromString("slurmctld")},
+	})
+}
+
+// StatefulSet runs slurmctld with a munge sidecar; its spool holds StateSaveLocation.
+func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
+	sc := in.Cluster
+	spec := sc.Spec.SlurmNodes.Controller
+	volumes := append(base.CommonVolumes(sc), corev1.Volume{
+		Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o400),
+		}},
+	})
+	mounts := []corev1.VolumeMount{
+		{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
+		{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		{Name: base.VolumeJWTKey, MountPath: base.JWTKeyDir, ReadOnly: true},
+		{Name: base.VolumeSpool, MountPath: slurmconf.StateSaveLocation},
+	}
+	var claims []corev1.PersistentVolumeClaimSpec
+	switch sp := spec.Volumes.Spool; {
+	case sp != nil && sp.VolumeSourceName != "":
+		v, err := base.VolumeSourceVolume(sc, sp.VolumeSourceName, base.VolumeSpool)
+		if err != nil {
+			return nil, fmt.Errorf("controller spool: %w", err)
+		}
+		volumes = append(volumes, v)
+	case sp != nil && sp.VolumeClaimTemplateSpec != nil:
+		claims = append(claims, *sp.VolumeClaimTemplateSpec.DeepCopy())
+	default:
+		claims = append(claims, corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: DefaultSpoolSize}},
+		})
+	}
+	if j := spec.Volumes.Jail; j != nil {
+		jv, jm, err := base.JailVolumes(sc, *j, nil)
+		if err != nil {
+			return nil, fmt.Errorf("controller: %w", err)
+		}
+		volumes = append(volumes, jv...)
+		mounts = append(mounts, jm...)
+	}
+	pod := corev1.PodSpec{
+		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		Containers: []corev1.Container{base.Container(sc, corev1.Container{
+			Name:         "slurmctld",
+			Image:        sc.Spec.Images.Controller,
+			Command:      []string{"slurmctld"},
+			Args:         []string{"-D", "-i"},
+			Ports:        []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmconf.SlurmctldPort}},
+			Resources:    *spec.Resources.DeepCopy(),
+			VolumeMounts: mounts,
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmctld")}},
+				PeriodSeconds: 5,
+			},
+			LivenessProbe: &corev1.Probe{
+				ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmctld")}},
+				PeriodSeconds:    10,
+				FailureThreshold: 6,
+			},
+		})},
+		Volumes:                       volumes,
+		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+		TerminationGracePeriodSeconds: ptr.To[int64](60),
+	}
+	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	var claimNames []string
+	if len(claims) > 0 {
+		claimNames = []string{base.VolumeSpool}
+	}
+	return base.StatefulSet(sc, base.StatefulSetParams{
+		Component: comp, Replicas: spec.Size, Pod: pod, Claims: claims, ClaimNames: claimNames,
+	}), nil
+}

@@ -1,0 +1,99 @@
+// Package exporter renders the Prometheus exporter for Slurm metrics: a Deployment, its
+// Service, and a ServiceMonitor when the Prometheus operator's API is served.
+package exporter
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+const comp = slurmv1alpha1.ComponentExporter
+
+// MetricsPort is where the exporter serves /metrics.
+const MetricsPort = 9341
+
+// Deployment runs the exporter; it queries slurmctld with munge, like any Slurm client.
+func Deployment(in base.Input) *appsv1.Deployment {
+	sc := in.Cluster
+	spec := sc.Spec.SlurmNodes.Exporter
+	pod := corev1.PodSpec{
+		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		Containers: []corev1.Container{base.Container(sc, corev1.Container{
+			Name:  "exporter",
+			Image: sc.Spec.Images.Exporter,
+			Args:  []string{"--listen-address=:9341"},
+			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort}},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
+				{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+			},
+			Resources: *spec.Resources.DeepCopy(),
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/metrics", Port: intstr.FromString("metrics")},
+			}},
+		})},
+		Volumes:   base.CommonVolumes(sc),
+		DNSConfig: base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+	}
+	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	return &appsv1.Deployment{
+		TypeMeta:   base.TypeMeta("apps/v1", "Deployment"),
+		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp), comp),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(spec.Size),
+			Selector: &metav1.LabelSelector{MatchLabels: base.SelectorLabels(sc, comp)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: base.Labels(sc, comp)},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+// Service exposes the exporter's metrics port.
+func Service(in base.Input) *corev1.Service {
+	sc := in.Cluster
+	return &corev1.Service{
+		TypeMeta:   base.TypeMeta("v1", "Service"),
+		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp), comp),
+		Spec: corev1.ServiceSpec{
+			Selector: base.SelectorLabels(sc, comp),
+			Ports:    []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics")}},
+		},
+	}
+}
+
+// ServiceMonitor asks the Prometheus operator to scrape the exporter. It is an unstructured
+// object so the project does not depend on the Prometheus operator's Go module.
+func ServiceMonitor(in base.Input) *unstructured.Unstructured {
+	sc := in.Cluster
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1",
+		"kind":       "ServiceMonitor",
+		"metadata": map[string]any{
+			"name":      sc.ComponentName(comp),
+			"namespace": sc.Namespace,
+			"labels":    toAny(base.Labels(sc, comp)),
+		},
+		"spec": map[string]any{
+			"selector":  map[string]any{"matchLabels": toAny(base.SelectorLabels(sc, comp))},
+			"endpoints": []any{map[string]any{"port": "metrics", "interval": "30s"}},
+		},
+	}}
+	return u
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

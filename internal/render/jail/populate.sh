@@ -1,0 +1,28 @@
+#!/bin/sh
+# Populates the jail once. Run by the populate Job; SOURCE is the root file system shipped in
+# the image, JAIL the mounted jail volume, OVERWRITE "true" to replace a populated jail.
+set -eu
+SOURCE=${SOURCE:-/jail}
+JAIL=${JAIL:-/mnt/jail}
+OVERWRITE=${OVERWRITE:-false}
+MARKER="$JAIL/.slurm-operator-populated"
+
+if [ -e "$MARKER" ] && [ "$OVERWRITE" != "true" ]; then
+  echo "jail already populated ($(cat "$MARKER")); leaving it as it is"
+  exit 0
+fi
+if [ ! -e "$MARKER" ] && [ "$OVERWRITE" != "true" ]; then
+  # A jail with data but no marker was filled by someone else: never overwrite it by accident.
+  for entry in "$JAIL"/* "$JAIL"/.[!.]*; do
+    [ -e "$entry" ] || continue
+    case "$(basename "$entry")" in lost+found) continue ;; esac
+    echo "jail is not empty and has no marker; refusing to overwrite it (set spec.populateJail.overwrite: true to replace it)" >&2
+    exit 1
+  done
+fi
+echo "populating the jail from $SOURCE"
+rm -f "$MARKER"
+cp -a "$SOURCE"/. "$JAIL"/
+date -u +%Y-%m-%dT%H:%M:%SZ > "$MARKER.tmp"
+mv "$MARKER.tmp" "$MARKER"
+echo "jail populated"

@@ -1,0 +1,93 @@
+package jail_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
+)
+
+// These tests run the populate Job's script with the real /bin/sh on temporary folders.
+
+func run(t *testing.T, source, jailDir, overwrite string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", jail.PopulateScript)
+	cmd.Env = append(os.Environ(), "SOURCE="+source, "JAIL="+jailDir, "OVERWRITE="+overwrite)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func setup(t *testing.T) (string, string) {
+	t.Helper()
+	src, dst := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "etc", "os-release"), []byte("v2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return src, dst
+}
+
+func TestAnEmptyJailIsPopulatedAndMarked(t *testing.T) {
+	src, dst := setup(t)
+	if out, err := run(t, src, dst, "false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "etc", "os-release")); err != nil {
+		t.Fatal("root file system not copied")
+	}
+	if _, err := os.Stat(filepath.Join(dst, jail.MarkerFile)); err != nil {
+		t.Fatal("marker not written")
+	}
+}
+
+func TestAMarkedJailIsNeverRepopulatedWithoutOverwrite(t *testing.T) {
+	src, dst := setup(t)
+	if out, err := run(t, src, dst, "false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	user := filepath.Join(dst, "root", "work.txt")
+	_ = os.MkdirAll(filepath.Dir(user), 0o755)
+	_ = os.WriteFile(user, []byte("a user's file"), 0o644)
+	_ = os.WriteFile(filepath.Join(dst, "etc", "os-release"), []byte("changed by a user"), 0o644)
+	out, err := run(t, src, dst, "false")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(out, "already populated") {
+		t.Fatalf("unexpected output: %s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "etc", "os-release")); string(b) != "changed by a user" {
+		t.Fatal("a populated jail was overwritten")
+	}
+}
+
+func TestOverwriteRepopulatesAMarkedJail(t *testing.T) {
+	src, dst := setup(t)
+	if out, err := run(t, src, dst, "false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	_ = os.WriteFile(filepath.Join(dst, "etc", "os-release"), []byte("old"), 0o644)
+	if out, err := run(t, src, dst, "true"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "etc", "os-release")); string(b) != "v2" {
+		t.Fatal("overwrite did not repopulate")
+	}
+}
+
+func TestAJailWithDataButNoMarkerIsRefused(t *testing.T) {
+	src, dst := setup(t)
+	_ = os.WriteFile(filepath.Join(dst, "precious"), []byte("data"), 0o644)
+	out, err := run(t, src, dst, "false")
+	if err == nil {
+		t.Fatalf("the script populated a jail that held data: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "etc")); err == nil {
+		t.Fatal("files were copied over existing data")
+	}
+}

@@ -1,0 +1,127 @@
+// Package login renders the SSH login nodes: a StatefulSet of login-0 … login-(size-1) running
+// sshd chrooted in the jail, the Service users reach (LoadBalancer by default), a headless
+// Service so login-N resolves for ssh -J, and root's authorized keys.
+package login
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+)
+
+const comp = slurmv1alpha1.ComponentLogin
+
+const volumeAuthorizedKeys = "authorized-keys"
+
+// Service is what users ssh to. Its type, annotations and source ranges come from the spec.
+func Service(in base.Input) *corev1.Service {
+	sc := in.Cluster
+	spec := sc.Spec.SlurmNodes.Login
+	svc := &corev1.Service{
+		TypeMeta:   base.TypeMeta("v1", "Service"),
+		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp), comp),
+		Spec: corev1.ServiceSpec{
+			Type:     spec.Service.Type,
+			Selector: base.SelectorLabels(sc, comp),
+			Ports: []corev1.ServicePort{{
+				Name: "ssh", Port: spec.Sshd.Port, TargetPort: intstr.FromString("ssh"), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+	if len(spec.Service.Annotations) > 0 {
+		svc.Annotations = make(map[string]string, len(spec.Service.Annotations))
+		for k, v := range spec.Service.Annotations {
+			svc.Annotations[k] = v
+		}
+	}
+	if spec.Service.Type == corev1.ServiceTypeLoadBalancer {
+		svc.Spec.LoadBalancerSourceRanges = append([]string(nil), spec.Service.LoadBalancerSourceRanges...)
+		// Keep the client's address visible to sshd, and send it only to nodes with a login pod.
+		svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	return svc
+}
+
+// HeadlessService makes each login pod resolvable.
+func HeadlessService(in base.Input) *corev1.Service {
+	return base.HeadlessService(in.Cluster, comp, []corev1.ServicePort{
+		{Name: "ssh", Port: in.Cluster.Spec.SlurmNodes.Login.Sshd.Port, TargetPort: intstr.FromString("ssh")},
+	})
+}
+
+// AuthorizedKeysConfigMap holds root's authorized keys. sshd reads it through a directory
+// mount, which the kubelet updates in place: changing keys restarts no pod.
+func AuthorizedKeysConfigMap(in base.Input) *corev1.ConfigMap {
+	sc := in.Cluster
+	var b strings.Builder
+	for _, k := range sc.Spec.SlurmNodes.Login.SSHRootPublicKeys {
+		b.WriteString(strings.TrimSpace(string(k)) + "\n")
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   base.TypeMeta("v1", "ConfigMap"),
+		ObjectMeta: base.ObjectMeta(sc, sc.AuthorizedKeysConfigMapName(), comp),
+		Data:       map[string]string{"root": b.String()},
+	}
+}
+
+// StatefulSet runs sshd in the jail on each login node, with munge for Slurm's client commands.
+func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
+	sc := in.Cluster
+	spec := sc.Spec.SlurmNodes.Login
+	jailVols, jailMounts, err := base.JailVolumes(sc, spec.Volumes.Jail, spec.Volumes.JailSubMounts)
+	if err != nil {
+		return nil, fmt.Errorf("login: %w", err)
+	}
+	volumes := append(base.CommonVolumes(sc), jailVols...)
+	volumes = append(volumes,
+		corev1.Volume{Name: base.VolumeSSHHostKeys, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: sc.SSHHostKeysSecretName(), DefaultMode: ptr.To[int32](0o400)},
+		}},
+		corev1.Volume{Name: volumeAuthorizedKeys, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: sc.AuthorizedKeysConfigMapName()},
+				DefaultMode:          ptr.To[int32](0o444),
+			},
+		}},
+	)
+	inJail := func(p string) string { return base.JailDir + p }
+	mounts := append(jailMounts,
+		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: inJail(base.SlurmConfDir), ReadOnly: true},
+		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: inJail(worker.SSHHostKeysDir), ReadOnly: true},
+		corev1.VolumeMount{Name: volumeAuthorizedKeys, MountPath: inJail(worker.AuthorizedKeysDir), ReadOnly: true},
+	)
+	sshd := base.Container(sc, corev1.Container{
+		Name:         "sshd",
+		Image:        sc.Spec.Images.Login,
+		Command:      []string{base.JailEntrypoint},
+		Args:         worker.SSHDArgs(spec.Sshd.Port),
+		Env:          base.PodIndexEnv(comp),
+		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
+		Resources:    *spec.Resources.DeepCopy(),
+		VolumeMounts: mounts,
+		// The entrypoint bind-mounts /proc, /sys and /dev into the jail.
+		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("ssh")}},
+			PeriodSeconds: 5,
+		},
+	})
+	pod := corev1.PodSpec{
+		InitContainers:                []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		Containers:                    []corev1.Container{sshd},
+		Volumes:                       volumes,
+		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+		TerminationGracePeriodSeconds: ptr.To[int64](30),
+	}
+	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod}), nil
+}

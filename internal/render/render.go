@@ -1,0 +1,104 @@
+// Package render turns a SlurmCluster and the facts the controller observed (keys, GPU shape,
+// database, optional APIs) into the Kubernetes objects of a Slurm cluster. It is pure: no API
+// calls, no randomness, no clock; the same Input gives the same objects, byte for byte.
+// Each component lives in its own package; this package only assembles them in apply order.
+package render
+
+import (
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/render/exporter"
+	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
+	"github.com/slurm-k8s/slurm-operator/internal/render/login"
+	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
+	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+)
+
+// Part is the objects of one component, in apply order.
+type Part struct {
+	Component slurmv1alpha1.Component
+	Objects   []client.Object
+}
+
+// SharedComponent names the objects every component uses (keys, config).
+const SharedComponent slurmv1alpha1.Component = "shared"
+
+// All renders every object of the cluster, grouped by component, in apply order. Optional
+// objects whose API the cluster does not serve (mariadb-operator, ServiceMonitor) are left out;
+// the controller reports that in the status.
+func All(in base.Input) ([]Part, error) {
+	if in.ClusterDomain == "" {
+		in.ClusterDomain = base.DefaultClusterDomain
+	}
+	sc := in.Cluster
+	parts := []Part{{Component: SharedComponent, Objects: []client.Object{
+		shared.MungeKeySecret(in),
+		shared.JWTKeySecret(in),
+		shared.SSHHostKeysSecret(in),
+		shared.SlurmConfigMap(in),
+	}}}
+
+	ctl, err := controller.StatefulSet(in)
+	if err != nil {
+		return nil, fmt.Errorf("render controller statefulset: %w", err)
+	}
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentController, Objects: []client.Object{controller.Service(in), ctl}})
+
+	wrk, err := worker.StatefulSet(in)
+	if err != nil {
+		return nil, fmt.Errorf("render worker statefulset: %w", err)
+	}
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentWorker, Objects: []client.Object{worker.Service(in), wrk}})
+
+	lgn, err := login.StatefulSet(in)
+	if err != nil {
+		return nil, fmt.Errorf("render login statefulset: %w", err)
+	}
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentLogin, Objects: []client.Object{
+		login.AuthorizedKeysConfigMap(in), login.HeadlessService(in), login.Service(in), lgn,
+	}})
+
+	job, err := jail.Job(in)
+	if err != nil {
+		return nil, fmt.Errorf("render populate job: %w", err)
+	}
+	if job != nil {
+		parts = append(parts, Part{Component: slurmv1alpha1.ComponentJail, Objects: []client.Object{job}})
+	}
+
+	if acc := sc.Spec.SlurmNodes.Accounting; acc.Enabled {
+		if err := accounting.Validate(in); err != nil {
+			return nil, err
+		}
+		var objs []client.Object
+		if acc.MariadbOperator != nil && acc.MariadbOperator.Enabled {
+			objs = append(objs, accounting.PasswordSecret(in))
+			if in.Optional.MariaDB {
+				mdb, err := accounting.MariaDBObjects(in)
+				if err != nil {
+					return nil, fmt.Errorf("render mariadb objects: %w", err)
+				}
+				for _, o := range mdb {
+					objs = append(objs, o)
+				}
+			}
+		}
+		objs = append(objs, accounting.ConfigSecret(in), accounting.Service(in), accounting.StatefulSet(in))
+		parts = append(parts, Part{Component: slurmv1alpha1.ComponentAccounting, Objects: objs})
+	}
+
+	if exp := sc.Spec.SlurmNodes.Exporter; exp.Enabled {
+		objs := []client.Object{exporter.Service(in), exporter.Deployment(in)}
+		if in.Optional.ServiceMonitor {
+			objs = append(objs, exporter.ServiceMonitor(in))
+		}
+		parts = append(parts, Part{Component: slurmv1alpha1.ComponentExporter, Objects: objs})
+	}
+	return parts, nil
+}

@@ -1,0 +1,108 @@
+package slurmconf
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+func cluster(workers int32) *slurmv1alpha1.SlurmCluster {
+	sc := &slurmv1alpha1.SlurmCluster{}
+	sc.Name = "demo"
+	sc.Spec.ClusterName = "demo"
+	sc.Spec.SlurmNodes.Worker.Size = workers
+	return base.WithDefaults(sc)
+}
+
+func TestRangeCompressesNodeLists(t *testing.T) {
+	for _, tc := range []struct {
+		n    int32
+		want string
+	}{{0, ""}, {1, "worker-0"}, {2, "worker-[0-1]"}, {1024, "worker-[0-1023]"}} {
+		if got := Range("worker", tc.n); got != tc.want {
+			t.Errorf("Range(worker, %d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestSlurmConfDoesNotGrowWithTheWorkerCount(t *testing.T) {
+	small := slurmBaseConf(base.Input{Cluster: cluster(8)})
+	large := slurmBaseConf(base.Input{Cluster: cluster(4096)})
+	if len(large)-len(small) > 16 {
+		t.Fatalf("slurm.conf grew by %d bytes from 8 to 4096 workers", len(large)-len(small))
+	}
+	if !strings.Contains(large, "NodeName=worker-[0-4095] NodeAddr=demo-worker-[0-4095]") {
+		t.Fatalf("node line missing:\n%s", large)
+	}
+}
+
+func TestUserLinesComeLastSoTheyWin(t *testing.T) {
+	conf := slurmConf()
+	base := strings.Index(conf, "Include "+SlurmBaseConf)
+	extra := strings.Index(conf, "Include "+SlurmExtraConf)
+	if base < 0 || extra < 0 || extra < base {
+		t.Fatalf("slurm.conf must include the base first and the user's lines last:\n%s", conf)
+	}
+}
+
+func TestANewlineInUserTextCannotAddASetting(t *testing.T) {
+	sc := cluster(1)
+	sc.Spec.SlurmConfig.ExtraSlurmConf = []slurmv1alpha1.ConfigLine{"MaxJobCount=5\nSlurmUser=root"}
+	line := slurmv1alpha1.ConfigLine("/bin/true\nEpilog=/evil")
+	sc.Spec.SlurmConfig.Prolog = &line
+	out := slurmExtraConf(sc) + slurmBaseConf(base.Input{Cluster: sc})
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "SlurmUser=root") || strings.HasPrefix(l, "Epilog=") {
+			t.Fatalf("user text started a new setting: %q", l)
+		}
+	}
+}
+
+func TestCgroupOverridesReplaceGeneratedKeys(t *testing.T) {
+	sc := cluster(1)
+	sc.Spec.SlurmConfig.CgroupConfig = map[string]slurmv1alpha1.CgroupValue{"ConstrainRAMSpace": "no", "AllowedRAMSpace": "95"}
+	out := cgroupConf(sc)
+	if strings.Count(out, "ConstrainRAMSpace=") != 1 || !strings.Contains(out, "ConstrainRAMSpace=no") {
+		t.Fatalf("override not applied once:\n%s", out)
+	}
+	if !strings.Contains(out, "AllowedRAMSpace=95") || !strings.Contains(out, "CgroupPlugin=autodetect") {
+		t.Fatalf("added or generated key missing:\n%s", out)
+	}
+}
+
+func TestWorkerResourcesLeaveHeadroom(t *testing.T) {
+	sc := cluster(1)
+	sc.Spec.SlurmNodes.Worker.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi")},
+	}
+	got := WorkerResources(sc)
+	if got.CPUs != 16 {
+		t.Errorf("CPUs = %d, want the limit 16", got.CPUs)
+	}
+	if want := int64(65536 - 3276); got.RealMemoryMiB != want {
+		t.Errorf("RealMemory = %d, want %d (5%% headroom)", got.RealMemoryMiB, want)
+	}
+	if h := MemoryHeadroomMiB(2048); h != 1024 {
+		t.Errorf("headroom of a small node = %d, want the 1 GiB floor", h)
+	}
+}
+
+func TestGresFollowsTheGPUShape(t *testing.T) {
+	in := base.Input{Cluster: cluster(4), GPU: base.GPU{Count: 8, Type: "h100"}}
+	if g := gresConf(in); !strings.Contains(g, "NodeName=worker-[0-3] Name=gpu Type=h100 File=/dev/nvidia[0-7]") {
+		t.Fatalf("gres.conf:\n%s", g)
+	}
+	if s := slurmBaseConf(in); !strings.Contains(s, "Gres=gpu:h100:8") || !strings.Contains(s, "GresTypes=gpu") {
+		t.Fatalf("slurm.conf:\n%s", s)
+	}
+	cpu := base.Input{Cluster: cluster(4)}
+	if s := slurmBaseConf(cpu); strings.Contains(s, "Gres") {
+		t.Fatalf("CPU-only workers got gres:\n%s", s)
+	}
+}

@@ -1,0 +1,149 @@
+// Package worker renders the slurmd nodes: a StatefulSet of worker-0 … worker-(size-1), each
+// running slurmd (and sshd) chrooted in the jail, and the headless Service that names them.
+package worker
+
+import (
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+)
+
+const comp = slurmv1alpha1.ComponentWorker
+
+// GPUResource is the extended resource the NVIDIA device plugin advertises.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// Service is the headless Service that gives each worker pod a DNS name.
+func Service(in base.Input) *corev1.Service {
+	return base.HeadlessService(in.Cluster, comp, []corev1.ServicePort{
+		{Name: "slurmd", Port: slurmconf.SlurmdPort, TargetPort: intstr.FromString("slurmd")},
+		{Name: "ssh", Port: 22, TargetPort: intstr.FromString("ssh")},
+	})
+}
+
+// StatefulSet runs slurmd in the jail on each worker. Its pod template depends only on inputs
+// that need a restart: the worker count and the Slurm config are not part of it.
+func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
+	sc := in.Cluster
+	spec := sc.Spec.SlurmNodes.Worker
+	jailVols, jailMounts, err := base.JailVolumes(sc, spec.Volumes.Jail, spec.Volumes.JailSubMounts)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	volumes := append(base.CommonVolumes(sc), jailVols...)
+	volumes = append(volumes, corev1.Volume{Name: base.VolumeSSHHostKeys, VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: sc.SSHHostKeysSecretName(), DefaultMode: ptr.To[int32](0o400)},
+	}})
+	inJail := func(p string) string { return base.JailDir + p }
+	mounts := append(jailMounts,
+		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: inJail(base.SlurmConfDir), ReadOnly: true},
+		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		corev1.VolumeMount{Name: base.VolumeSpool, MountPath: inJail(slurmconf.SlurmdSpoolDir)},
+	)
+	var claims []corev1.PersistentVolumeClaimSpec
+	var claimNames []string
+	switch sp := spec.Volumes.Spool; {
+	case sp != nil && sp.VolumeSourceName != "":
+		v, err := base.VolumeSourceVolume(sc, sp.VolumeSourceName, base.VolumeSpool)
+		if err != nil {
+			return nil, fmt.Errorf("worker spool: %w", err)
+		}
+		volumes = append(volumes, v)
+	case sp != nil && sp.VolumeClaimTemplateSpec != nil:
+		claims, claimNames = []corev1.PersistentVolumeClaimSpec{*sp.VolumeClaimTemplateSpec}, []string{base.VolumeSpool}
+	default:
+		volumes = append(volumes, corev1.Volume{Name: base.VolumeSpool, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+
+	resources := *spec.Resources.DeepCopy()
+	if in.GPU.Count > 0 {
+		gpus := resource.MustParse(strconv.Itoa(int(in.GPU.Count)))
+		if resources.Limits == nil {
+			resources.Limits = corev1.ResourceList{}
+		}
+		if resources.Requests == nil {
+			resources.Requests = corev1.ResourceList{}
+		}
+		resources.Limits[GPUResource] = gpus
+		resources.Requests[GPUResource] = gpus
+	}
+	env := base.PodIndexEnv(comp)
+	slurmd := base.Container(sc, corev1.Container{
+		Name:    "slurmd",
+		Image:   sc.Spec.Images.Worker,
+		Command: []string{base.JailEntrypoint},
+		Args:    []string{"slurmd", "-D", "-N", "$(SLURM_NODE_NAME)"},
+		Env:     env,
+		Ports: []corev1.ContainerPort{
+			{Name: "slurmd", ContainerPort: slurmconf.SlurmdPort},
+		},
+		Resources:    resources,
+		VolumeMounts: mounts,
+		// slurmd creates cgroups and the entrypoint bind-mounts /proc, /sys and /dev into the
+		// jail: both need a privileged container.
+		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmd")}},
+			PeriodSeconds: 5,
+		},
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			// Tell slurmctld the node is going away so no new job lands on it.
+			Command: []string{base.JailEntrypoint, "scontrol", "update", "nodename=$(SLURM_NODE_NAME)", "state=down", "reason=slurm-operator: pod stopping"},
+		}}},
+	})
+	sshd := base.Container(sc, corev1.Container{
+		Name:    "sshd",
+		Image:   sc.Spec.Images.Worker,
+		Command: []string{base.JailEntrypoint},
+		Args:    SSHDArgs(22),
+		Env:     env,
+		Ports:   []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
+		VolumeMounts: append(append([]corev1.VolumeMount{}, jailMounts...),
+			corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: inJail(SSHHostKeysDir), ReadOnly: true},
+			corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		),
+		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+	})
+	pod := corev1.PodSpec{
+		InitContainers:                []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		Containers:                    []corev1.Container{slurmd, sshd},
+		Volumes:                       volumes,
+		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+		TerminationGracePeriodSeconds: ptr.To[int64](120),
+	}
+	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	return base.StatefulSet(sc, base.StatefulSetParams{
+		Component: comp, Replicas: spec.Size, Pod: pod, Claims: claims, ClaimNames: claimNames,
+	}), nil
+}
+
+// SSHHostKeysDir is where the SSH host keys Secret is mounted inside the jail.
+const SSHHostKeysDir = "/etc/ssh/slurm-operator/host-keys"
+
+// AuthorizedKeysDir is where root's authorized keys are mounted inside the jail (login nodes).
+const AuthorizedKeysDir = "/etc/ssh/slurm-operator/authorized-keys"
+
+// SSHDArgs are sshd's arguments on login and worker nodes: key-only logins, the shared host
+// keys, and root's keys from the operator's ConfigMap before the user's own.
+func SSHDArgs(port int32) []string {
+	return []string{
+		"/usr/sbin/sshd", "-D", "-e",
+		"-p", strconv.Itoa(int(port)),
+		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ed25519_key",
+		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ecdsa_key",
+		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_rsa_key",
+		"-o", "AuthorizedKeysFile=" + AuthorizedKeysDir + "/%u .ssh/authorized_keys",
+		"-o", "PasswordAuthentication=no",
+		"-o", "KbdInteractiveAuthentication=no",
+		"-o", "PermitRootLogin=prohibit-password",
+	}
+}
