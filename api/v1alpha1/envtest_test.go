@@ -133,7 +133,7 @@ var _ = Describe("kubectl against the API server", func() {
 			out, err = exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig,
 				"explain", "slurmcluster.spec.slurmNodes.worker.size").CombinedOutput()
 			return err
-		}).WithTimeout(60*time.Second).WithPolling(time.Second).Should(Succeed())
+		}).WithTimeout(60 * time.Second).WithPolling(time.Second).Should(Succeed())
 		Expect(string(out)).To(ContainSubstring("Size is the number of worker nodes"))
 		Expect(string(out)).To(ContainSubstring("kubectl scale"))
 	})
