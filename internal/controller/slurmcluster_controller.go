@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+// SlurmClusterReconciler turns SlurmCluster objects into running Slurm clusters.
+type SlurmClusterReconciler struct {
+	client.Client
+	// APIReader reads objects the cache does not hold (the user's database password Secret).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// ClusterDomain is the Kubernetes DNS domain (cluster.local when empty).
+	ClusterDomain string
+}
+
+// +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=k8s.mariadb.com,resources=mariadbs;databases;users;grants,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile runs the phases below in order. Each phase is a method in a file of its own.
+func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("slurmCluster", req.NamespacedName)
+	ctx = log.IntoContext(ctx, logger)
+
+	sc := &slurmv1alpha1.SlurmCluster{}
+	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !sc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // children go with it through owner references
+	}
+	desired := base.WithDefaults(sc)
+	facts := &observed{}
+
+	keys, err := r.ensureKeys(ctx, desired)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("ensure keys: %w", err)
+	}
+	in := base.Input{Cluster: desired, Keys: keys, ClusterDomain: r.ClusterDomain, GPU: gpuShape(desired)}
+	in.Optional = r.optionalAPIs(facts)
+	r.accountingDatabase(ctx, &in, facts)
+
+	parts, err := render.All(in)
+	if err != nil {
+		facts.renderErr = err
+		return ctrl.Result{}, r.updateStatus(ctx, sc, desired, facts)
+	}
+	if err := r.applyAll(ctx, sc, parts); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.observeChildren(ctx, desired, facts); err != nil {
+		return ctrl.Result{}, fmt.Errorf("observe children: %w", err)
+	}
+	if err := r.updateStatus(ctx, sc, desired, facts); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !facts.settled() {
+		// Pods, load balancers and Jobs change without touching our objects' specs; look again.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches SlurmClusters and every kind of child they own.
+func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&slurmv1alpha1.SlurmCluster{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&batchv1.Job{}).
+		Named("slurmcluster").
+		Complete(r)
+}
+
+// getOptional reads an object and reports whether it exists.
+func (r *SlurmClusterReconciler) getOptional(ctx context.Context, key client.ObjectKey, obj client.Object) (bool, error) {
+	err := r.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// gpuShape is the GPU shape of each worker: spec.slurmNodes.worker.gpu when set, else none.
+func gpuShape(sc *slurmv1alpha1.SlurmCluster) base.GPU {
+	if g := sc.Spec.SlurmNodes.Worker.GPU; g != nil {
+		return base.GPU{Count: *g}
+	}
+	return base.GPU{}
+}

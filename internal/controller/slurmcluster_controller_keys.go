@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/keys"
+	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
+)
+
+// ensureKeys returns the cluster's keys: the data of the existing Secrets when they exist, and
+// new keys only for Secrets that do not. A key in an existing Secret is never replaced, so the
+// munge key, host keys and passwords survive every reconcile and operator restart.
+func (r *SlurmClusterReconciler) ensureKeys(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (base.Keys, error) {
+	var k base.Keys
+	var err error
+	if k.Munge, err = r.secretKey(ctx, sc, sc.MungeKeySecretName(), shared.MungeKeyFile, keys.Munge); err != nil {
+		return k, fmt.Errorf("munge key: %w", err)
+	}
+	if k.JWT, err = r.secretKey(ctx, sc, sc.JWTKeySecretName(), base.JWTKeyFile, keys.JWT); err != nil {
+		return k, fmt.Errorf("jwt key: %w", err)
+	}
+	if k.SSHHost, err = r.sshHostKeys(ctx, sc); err != nil {
+		return k, fmt.Errorf("ssh host keys: %w", err)
+	}
+	if mo := sc.Spec.SlurmNodes.Accounting.MariadbOperator; sc.Spec.SlurmNodes.Accounting.Enabled && mo != nil && mo.Enabled {
+		if k.DatabasePassword, err = r.secretKey(ctx, sc, sc.DatabasePasswordSecretName(), accounting.PasswordKey, keys.Password); err != nil {
+			return k, fmt.Errorf("database password: %w", err)
+		}
+	}
+	return k, nil
+}
+
+// secretKey returns data[key] of the named Secret, or a new value from generate when the Secret
+// does not exist. A Secret that exists without the key is an error: the operator will not
+// overwrite a Secret someone else changed.
+func (r *SlurmClusterReconciler) secretKey(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, name, key string, generate func() ([]byte, error)) ([]byte, error) {
+	s, found, err := r.getSecret(ctx, sc.Namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return generate()
+	}
+	v, ok := s.Data[key]
+	if !ok || len(v) == 0 {
+		return nil, fmt.Errorf("secret %s/%s exists but has no %q: restore it or delete the Secret to generate a new key", sc.Namespace, name, key)
+	}
+	return v, nil
+}
+
+func (r *SlurmClusterReconciler) sshHostKeys(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (map[string][]byte, error) {
+	s, found, err := r.getSecret(ctx, sc.Namespace, sc.SSHHostKeysSecretName())
+	if err != nil {
+		return nil, err
+	}
+	if found && len(s.Data) > 0 {
+		return s.Data, nil
+	}
+	return keys.SSHHost()
+}
+
+// getSecret reads a Secret from the cache, and confirms a miss with a direct read: the cache
+// holds only Secrets with the operator's label, and a key must never be regenerated because a
+// label was removed.
+func (r *SlurmClusterReconciler) getSecret(ctx context.Context, namespace, name string) (*corev1.Secret, bool, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	s := &corev1.Secret{}
+	found, err := r.getOptional(ctx, key, s)
+	if err != nil || found {
+		return s, found, err
+	}
+	err = r.APIReader.Get(ctx, key, s)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	return s, err == nil, err
+}

@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
+)
+
+// observed holds what a reconcile learned about the world; the status is computed from it.
+type observed struct {
+	renderErr error
+
+	mariaDBAPI, serviceMonitorAPI bool
+	// databaseErr says why the accounting database cannot be used (a missing Secret, say).
+	databaseErr string
+
+	controller, worker, login, accounting *appsv1.StatefulSet
+	populateJob                           *batchv1.Job
+	loginService                          *corev1.Service
+}
+
+// settled reports whether nothing is still on its way (pods starting, a Job running, a load
+// balancer address pending), so no timed look is needed.
+func (o *observed) settled() bool {
+	for _, s := range []*appsv1.StatefulSet{o.controller, o.worker, o.login, o.accounting} {
+		if s != nil && !statefulSetReady(s) {
+			return false
+		}
+	}
+	if o.populateJob != nil && !jobFinished(o.populateJob) {
+		return false
+	}
+	if o.loginService != nil && o.loginService.Spec.Type == corev1.ServiceTypeLoadBalancer && len(o.loginService.Status.LoadBalancer.Ingress) == 0 {
+		return false
+	}
+	return true
+}
+
+// optionalAPIs asks API discovery (through the REST mapper) which optional APIs are served.
+func (r *SlurmClusterReconciler) optionalAPIs(o *observed) base.OptionalAPIs {
+	served := func(group, version, kind string) bool {
+		_, err := r.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind}, version)
+		return err == nil
+	}
+	o.mariaDBAPI = served("k8s.mariadb.com", "v1alpha1", "MariaDB")
+	o.serviceMonitorAPI = served("monitoring.coreos.com", "v1", "ServiceMonitor")
+	return base.OptionalAPIs{MariaDB: o.mariaDBAPI, ServiceMonitor: o.serviceMonitorAPI}
+}
+
+// accountingDatabase fills in where slurmdbd's database is. When the external database's
+// password Secret cannot be read, accounting is left out of this render and the reason goes
+// into the AccountingAvailable condition; the rest of the cluster still reconciles.
+func (r *SlurmClusterReconciler) accountingDatabase(ctx context.Context, in *base.Input, o *observed) {
+	sc := in.Cluster
+	acc := sc.Spec.SlurmNodes.Accounting
+	if !acc.Enabled {
+		return
+	}
+	if db := acc.ExternalDB; db != nil {
+		s := &corev1.Secret{}
+		ref := db.PasswordSecretKeyRef
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ref.Name}, s)
+		if err != nil || len(s.Data[ref.Key]) == 0 {
+			o.databaseErr = "cannot read key " + ref.Key + " of Secret " + ref.Name + " (spec.slurmNodes.accounting.externalDB.passwordSecretKeyRef)"
+			withoutAccounting := sc.DeepCopy()
+			withoutAccounting.Spec.SlurmNodes.Accounting.Enabled = false
+			in.Cluster = withoutAccounting
+			return
+		}
+		in.Database = accounting.DatabaseFor(sc, s.Data[ref.Key])
+		return
+	}
+	in.Database = accounting.DatabaseFor(sc, in.Keys.DatabasePassword)
+}
+
+// observeChildren reads the children whose state the status reports.
+func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, o *observed) error {
+	get := func(name string) (*appsv1.StatefulSet, error) {
+		s := &appsv1.StatefulSet{}
+		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
+		if !found {
+			return nil, err
+		}
+		return s, nil
+	}
+	var err error
+	if o.controller, err = get(sc.ComponentName(slurmv1alpha1.ComponentController)); err != nil {
+		return err
+	}
+	if o.worker, err = get(sc.ComponentName(slurmv1alpha1.ComponentWorker)); err != nil {
+		return err
+	}
+	if o.login, err = get(sc.ComponentName(slurmv1alpha1.ComponentLogin)); err != nil {
+		return err
+	}
+	if sc.Spec.SlurmNodes.Accounting.Enabled {
+		if o.accounting, err = get(sc.ComponentName(slurmv1alpha1.ComponentAccounting)); err != nil {
+			return err
+		}
+	}
+	if sc.Spec.PopulateJail != nil && sc.Spec.PopulateJail.Image != "" {
+		j := &batchv1.Job{}
+		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: jail.JobName(sc)}, j)
+		if err != nil {
+			return err
+		}
+		if found {
+			o.populateJob = j
+		}
+	}
+	svc := &corev1.Service{}
+	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentLogin)}, svc)
+	if err != nil {
+		return err
+	}
+	if found {
+		o.loginService = svc
+	}
+	return nil
+}
+
+func statefulSetReady(s *appsv1.StatefulSet) bool {
+	want := int32(1)
+	if s.Spec.Replicas != nil {
+		want = *s.Spec.Replicas
+	}
+	return s.Status.ObservedGeneration >= s.Generation && s.Status.ReadyReplicas >= want && s.Status.UpdatedReplicas >= want
+}
+
+func jobFinished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// jobSucceeded reports whether the Job completed.
+func jobSucceeded(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
