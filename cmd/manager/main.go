@@ -19,8 +19,8 @@ import (
 
 func main() {
 	var (
-		metricsAddr string
-		probeAddr   string
+		metricsAddr   string
+		probeAddr     string
 		leaderElect   bool
 		clusterDomain string
 	)
