@@ -66,6 +66,10 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 
 ##@ Run
 
+.PHONY: demo
+demo: test-assets ## Start a local control plane, run the operator and apply a demo cluster (Ctrl-C stops).
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go run ./cmd/manager --local $(DEMO_FLAGS)
+
 .PHONY: run
 run: ## Run the manager against the current kubeconfig.
 	go run ./cmd/manager

@@ -1,14 +1,18 @@
 // Command manager runs the slurm-operator: it reconciles SlurmCluster objects into running
-// Slurm clusters. With --local it first starts a local control plane and a demo cluster.
+// Slurm clusters. With --local it first starts a local control plane (etcd and kube-apiserver
+// built by hack/test-assets.sh), installs the CRDs and applies a demo cluster.
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -23,11 +27,23 @@ func main() {
 		probeAddr     string
 		leaderElect   bool
 		clusterDomain string
+		local         bool
+		localOnce     bool
+		localSample   string
+		localCRDs     string
+		localConfig   string
+		localNS       string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, so that only one manager reconciles at a time")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
+	flag.BoolVar(&local, "local", false, "start a local control plane, install the CRDs and apply --local-sample (the demo)")
+	flag.BoolVar(&localOnce, "local-once", false, "with --local: print the demo and exit instead of running until Ctrl-C")
+	flag.StringVar(&localSample, "local-sample", "config/samples/slurm_v1alpha1_slurmcluster.yaml", "with --local: the SlurmCluster to apply")
+	flag.StringVar(&localCRDs, "local-crds", "config/crd/bases", "with --local: the folder of CRDs to install")
+	flag.StringVar(&localConfig, "local-kubeconfig", "bin/demo.kubeconfig", "with --local: where to write the admin kubeconfig")
+	flag.StringVar(&localNS, "local-namespace", "fpt-hpc", "with --local: the namespace of the demo cluster")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -44,7 +60,26 @@ func main() {
 		os.Exit(1)
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	var cfg *rest.Config
+	var plane *localPlane
+	if local {
+		var err error
+		plane, cfg, err = startLocalPlane(localCRDs, localConfig, scheme)
+		if err != nil {
+			log.Error(err, "start the local control plane")
+			os.Exit(1)
+		}
+		defer func() {
+			if err := plane.stop(); err != nil {
+				log.Error(err, "stop the local control plane")
+			}
+		}()
+		metricsAddr, probeAddr = "0", "0"
+	} else {
+		cfg = ctrl.GetConfigOrDie()
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
@@ -74,8 +109,29 @@ func main() {
 		log.Error(err, "add ready check")
 		os.Exit(1)
 	}
+
+	ctx, cancel := context.WithCancel(ctrl.SetupSignalHandler())
+	defer cancel()
+	if local {
+		go func() {
+			c, err := client.New(cfg, client.Options{Scheme: scheme})
+			if err == nil {
+				var sc *slurmv1alpha1.SlurmCluster
+				if sc, err = applyDemo(ctx, c, localSample, localNS); err == nil {
+					err = plane.showDemo(ctx, c, sc, os.Stdout)
+				}
+			}
+			if err != nil {
+				log.Error(err, "demo")
+				os.Exit(1)
+			}
+			if localOnce {
+				cancel()
+			}
+		}()
+	}
 	log.Info("starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "run manager")
 		os.Exit(1)
 	}

@@ -1,0 +1,60 @@
+// Package e2e runs the user's workflows end to end with the real binaries.
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTheDemoShowsAReconciledCluster runs the README's run command the way a user does
+// (the manager with --local, here with --local-once so it exits) and checks what it prints.
+func TestTheDemoShowsAReconciledCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local control plane; run without -short")
+	}
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with 'make test'")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build manager: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--local", "--local-once", "--zap-log-level=error",
+		"--local-kubeconfig", filepath.Join(t.TempDir(), "kubeconfig"))
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		"NAME      WORKERS   GPUS   LOGIN",
+		"fpt-hpc   0/8       8",
+		"statefulset.apps/fpt-hpc-worker",
+		"service/fpt-hpc-login            LoadBalancer",
+		"secret/fpt-hpc-munge-key",
+		"AccountingAvailable=False (MariaDBOperatorMissing)",
+		"NodeName=worker-[0-7] NodeAddr=fpt-hpc-worker-[0-7]",
+		"PartitionName=main Nodes=worker-[0-7] Default=YES",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("demo output:\n%s", text)
+	}
+}
