@@ -82,19 +82,39 @@ type Worker struct {
 	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
 
 	// GPU is the number of GPUs of each worker. When unset, it is found from the NVIDIA GPU
-	// Operator's labels on the nodes the worker filter selects.
+	// Operator's labels (nvidia.com/gpu.count, nvidia.com/gpu.product, MIG labels) on the nodes
+	// the worker filter selects, with the gres type from the product (h100, a100, …).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64
 	// +optional
 	GPU *int32 `json:"gpu,omitempty"`
 
-	// Resources of the slurmd container. CPUs and memory of the Slurm node follow from them.
+	// GresAutoDetect is gres.conf's AutoDetect: off (the default) lists the device files
+	// /dev/nvidia0…N; nvml lets slurmd find GPUs (and MIG devices) itself, which needs the NVIDIA
+	// driver libraries in the jail.
+	// +kubebuilder:validation:Enum=off;nvml
+	// +kubebuilder:default=off
+	// +optional
+	GresAutoDetect GresAutoDetect `json:"gresAutoDetect,omitempty"`
+
+	// Resources of the slurmd container. CPUs and memory of the Slurm node follow from them:
+	// CPUs from the CPU limit (or request), RealMemory from the memory limit (or request) less
+	// 5% headroom (at least 1 GiB, at most 16 GiB) for slurmd, sshd and the OS.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Volumes of the workers.
 	Volumes WorkerVolumes `json:"volumes"`
 }
+
+// GresAutoDetect is the value of gres.conf's AutoDetect.
+type GresAutoDetect string
+
+// The values of GresAutoDetect.
+const (
+	GresAutoDetectOff  GresAutoDetect = "off"
+	GresAutoDetectNVML GresAutoDetect = "nvml"
+)
 
 // WorkerVolumes are the volumes of each worker.
 type WorkerVolumes struct {

@@ -2,19 +2,40 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/slurm-k8s/slurm-operator/internal/gpu"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
 // CacheOptions keep only the operator's own Secrets and ConfigMaps in memory, not every Secret
-// of the cluster. Others (a user's database password) are read through the API reader.
+// of the cluster (others, such as a user's database password, are read through the API
+// reader), and of Nodes only GPU nodes, slimmed down to labels and allocatable GPUs.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{base.LabelManagedBy: base.ManagedBy})
+	gpuNodes := labels.SelectorFromSet(labels.Set{gpu.LabelPresent: "true"})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}:    {Label: managed},
 		&corev1.ConfigMap{}: {Label: managed},
+		&corev1.Node{}:      {Label: gpuNodes, Transform: slimNode},
 	}}
+}
+
+// slimNode keeps of a Node only what the GPU shape needs: name, labels and allocatable GPUs.
+// Heartbeats and images change node status all the time; the cache need not hold them.
+func slimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels,
+	}}
+	if q, ok := n.Status.Allocatable[gpu.ResourceGPU]; ok {
+		slim.Status.Allocatable = corev1.ResourceList{gpu.ResourceGPU: q}
+	}
+	return slim, nil
 }

@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -37,6 +39,7 @@ type SlurmClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=k8s.mariadb.com,resources=mariadbs;databases;users;grants,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
@@ -60,7 +63,10 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("ensure keys: %w", err)
 	}
-	in := base.Input{Cluster: desired, Keys: keys, ClusterDomain: r.ClusterDomain, GPU: gpuShape(desired)}
+	if err := r.findGPUShape(ctx, desired, facts); err != nil {
+		return ctrl.Result{}, fmt.Errorf("find gpu shape: %w", err)
+	}
+	in := base.Input{Cluster: desired, Keys: keys, ClusterDomain: r.ClusterDomain, GPU: facts.gpu.GPU}
 	in.Optional = r.optionalAPIs(facts)
 	r.accountingDatabase(ctx, &in, facts)
 
@@ -95,6 +101,7 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&batchv1.Job{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.clustersForNode), builder.WithPredicates(gpuShapeChanged())).
 		Named("slurmcluster").
 		Complete(r)
 }
@@ -106,12 +113,4 @@ func (r *SlurmClusterReconciler) getOptional(ctx context.Context, key client.Obj
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// gpuShape is the GPU shape of each worker: spec.slurmNodes.worker.gpu when set, else none.
-func gpuShape(sc *slurmv1alpha1.SlurmCluster) base.GPU {
-	if g := sc.Spec.SlurmNodes.Worker.GPU; g != nil {
-		return base.GPU{Count: *g}
-	}
-	return base.GPU{}
 }

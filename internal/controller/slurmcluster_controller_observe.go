@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/gpu"
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
@@ -18,6 +19,7 @@ import (
 // observed holds what a reconcile learned about the world; the status is computed from it.
 type observed struct {
 	renderErr error
+	gpu       gpu.Result
 
 	mariaDBAPI, serviceMonitorAPI bool
 	// databaseErr says why the accounting database cannot be used (a missing Secret, say).

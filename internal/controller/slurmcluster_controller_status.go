@@ -26,6 +26,7 @@ const (
 	ConditionAccountingAvailable = "AccountingAvailable"
 	ConditionJailPopulated       = "JailPopulated"
 	ConditionDegraded            = "Degraded"
+	ConditionGPUShape            = "GPUShape"
 )
 
 // computeStatus derives the status from what the reconcile observed. It is pure.
@@ -116,8 +117,9 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	st.Workers.Summary = fmt.Sprintf("%d/%d", st.Workers.Ready, st.Workers.Desired)
 	st.Workers.Selector = labels.SelectorFromSet(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker)).String()
 	st.LoginEndpoint = loginEndpoint(o.loginService)
-	if g := nodes.Worker.GPU; g != nil && *g > 0 {
-		st.GPU = &slurmv1alpha1.GPUShape{PerWorker: *g, Source: "Spec"}
+	set(ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
+	if n := o.gpu.GPU.Total(); n > 0 {
+		st.GPU = &slurmv1alpha1.GPUShape{PerWorker: n, Type: o.gpu.GPU.Type, Product: o.gpu.Product, Source: o.gpu.Source}
 	} else {
 		st.GPU = nil
 	}

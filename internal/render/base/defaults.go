@@ -22,6 +22,9 @@ func WithDefaults(sc *slurmv1alpha1.SlurmCluster) *slurmv1alpha1.SlurmCluster {
 		n.Login.Service.Type = corev1.ServiceTypeLoadBalancer
 	}
 	setInt32(&n.Exporter.Size, 1)
+	if n.Worker.GresAutoDetect == "" {
+		n.Worker.GresAutoDetect = slurmv1alpha1.GresAutoDetectOff
+	}
 	if db := n.Accounting.ExternalDB; db != nil {
 		setInt32(&db.Port, 3306)
 		setString(&db.Database, "slurm_acct_db")

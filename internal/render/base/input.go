@@ -40,6 +40,30 @@ type GPU struct {
 	Count int32
 	// Type is the gres type (for example h100); empty renders untyped gres.
 	Type string
+	// MIG lists the MIG devices of each worker (MIG strategy mixed); when set, Count and Type
+	// are unused and gres.conf relies on NVML detection.
+	MIG []MIGDevice
+	// RequireLabels pins worker pods to nodes with these labels: set when nodes disagree, so
+	// that workers only land on nodes of the shape Slurm was told about.
+	RequireLabels map[string]string
+}
+
+// MIGDevice is a number of MIG devices of one profile (for example 1g.10gb).
+type MIGDevice struct {
+	Profile string
+	Count   int32
+}
+
+// Total is the number of GPU devices (whole GPUs or MIG devices) of each worker.
+func (g GPU) Total() int32 {
+	if len(g.MIG) == 0 {
+		return g.Count
+	}
+	var n int32
+	for _, m := range g.MIG {
+		n += m.Count
+	}
+	return n
 }
 
 // Database is the accounting database slurmdbd connects to.

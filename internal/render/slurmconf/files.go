@@ -101,14 +101,14 @@ func slurmBaseConf(in base.Input) string {
 	w.kv("KillWait", 30)
 	w.kv("MinJobAge", 300)
 	w.kv("Waittime", 0)
-	if in.GPU.Count > 0 {
+	if in.GPU.Total() > 0 {
 		w.kv("GresTypes", "gpu")
 	}
 	cfg := spec.SlurmConfig
 	if cfg.DefMemPerNode != nil {
 		w.kv("DefMemPerNode", *cfg.DefMemPerNode)
 	}
-	if cfg.DefCPUPerGPU != nil && in.GPU.Count > 0 {
+	if cfg.DefCPUPerGPU != nil && in.GPU.Total() > 0 {
 		w.kv("DefCpuPerGPU", *cfg.DefCPUPerGPU)
 	}
 	if cfg.CompleteWait != nil {
@@ -137,7 +137,7 @@ func slurmBaseConf(in base.Input) string {
 		w.kv("AccountingStorageType", "accounting_storage/slurmdbd")
 		w.kv("AccountingStorageHost", AccountingHost(sc))
 		w.kv("AccountingStoragePort", SlurmdbdPort)
-		if in.GPU.Count > 0 {
+		if in.GPU.Total() > 0 {
 			w.kv("AccountingStorageTRES", "gres/gpu")
 		}
 		w.kv("JobAcctGatherFrequency", 30)
@@ -170,7 +170,7 @@ func nodeLine(in base.Input) string {
 	if res.RealMemoryMiB > 0 {
 		parts = append(parts, fmt.Sprintf("RealMemory=%d", res.RealMemoryMiB))
 	}
-	if in.GPU.Count > 0 {
+	if in.GPU.Total() > 0 {
 		parts = append(parts, "Gres="+gresSpec(in.GPU))
 	}
 	parts = append(parts, "Features=worker", "State=UNKNOWN")
@@ -178,6 +178,13 @@ func nodeLine(in base.Input) string {
 }
 
 func gresSpec(g base.GPU) string {
+	if len(g.MIG) > 0 {
+		var parts []string
+		for _, m := range g.MIG {
+			parts = append(parts, fmt.Sprintf("gpu:%s:%d", m.Profile, m.Count))
+		}
+		return strings.Join(parts, ",")
+	}
 	if g.Type != "" {
 		return fmt.Sprintf("gpu:%s:%d", g.Type, g.Count)
 	}
@@ -222,19 +229,27 @@ func slurmExtraConf(sc *slurmv1alpha1.SlurmCluster) string {
 
 func gresConf(in base.Input) string {
 	w := newWriter(generatedHeader)
-	w.kv("AutoDetect", "off")
-	if in.GPU.Count > 0 && in.Cluster.Spec.SlurmNodes.Worker.Size > 0 {
-		files := "/dev/nvidia0"
-		if in.GPU.Count > 1 {
-			files = fmt.Sprintf("/dev/nvidia[0-%d]", in.GPU.Count-1)
-		}
-		parts := []string{"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), in.Cluster.Spec.SlurmNodes.Worker.Size), "Name=gpu"}
-		if in.GPU.Type != "" {
-			parts = append(parts, "Type="+in.GPU.Type)
-		}
-		parts = append(parts, "File="+files)
-		w.line(strings.Join(parts, " "))
+	workers := in.Cluster.Spec.SlurmNodes.Worker
+	nvml := workers.GresAutoDetect == slurmv1alpha1.GresAutoDetectNVML || len(in.GPU.MIG) > 0
+	if nvml {
+		w.comment("slurmd finds the devices (and MIG instances) through NVML.")
+		w.kv("AutoDetect", "nvml")
+	} else {
+		w.kv("AutoDetect", "off")
 	}
+	if in.GPU.Total() == 0 || workers.Size == 0 || nvml {
+		return w.String()
+	}
+	files := "/dev/nvidia0"
+	if in.GPU.Count > 1 {
+		files = fmt.Sprintf("/dev/nvidia[0-%d]", in.GPU.Count-1)
+	}
+	parts := []string{"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), workers.Size), "Name=gpu"}
+	if in.GPU.Type != "" {
+		parts = append(parts, "Type="+in.GPU.Type)
+	}
+	parts = append(parts, "File="+files)
+	w.line(strings.Join(parts, " "))
 	return w.String()
 }
 

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,16 +66,16 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	}
 
 	resources := *spec.Resources.DeepCopy()
-	if in.GPU.Count > 0 {
-		gpus := resource.MustParse(strconv.Itoa(int(in.GPU.Count)))
+	for name, n := range gpuRequests(in.GPU) {
 		if resources.Limits == nil {
 			resources.Limits = corev1.ResourceList{}
 		}
 		if resources.Requests == nil {
 			resources.Requests = corev1.ResourceList{}
 		}
-		resources.Limits[GPUResource] = gpus
-		resources.Requests[GPUResource] = gpus
+		q := resource.MustParse(strconv.Itoa(int(n)))
+		resources.Limits[name] = q
+		resources.Requests[name] = q
 	}
 	env := base.PodIndexEnv(comp)
 	slurmd := base.Container(sc, corev1.Container{
@@ -121,9 +122,57 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		TerminationGracePeriodSeconds: ptr.To[int64](120),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	requireNodeLabels(&pod, in.GPU.RequireLabels)
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: spec.Size, Pod: pod, Claims: claims, ClaimNames: claimNames,
 	}), nil
+}
+
+// gpuRequests are the extended resources a worker asks for: whole GPUs, or MIG devices of each
+// profile (MIG strategy mixed).
+func gpuRequests(g base.GPU) map[corev1.ResourceName]int32 {
+	out := map[corev1.ResourceName]int32{}
+	for _, m := range g.MIG {
+		out[corev1.ResourceName("nvidia.com/mig-"+m.Profile)] = m.Count
+	}
+	if len(g.MIG) == 0 && g.Count > 0 {
+		out[GPUResource] = g.Count
+	}
+	return out
+}
+
+// requireNodeLabels adds the labels to every required node affinity term (terms are ORed, so
+// each one must carry them), or makes a term of them when there is none.
+func requireNodeLabels(pod *corev1.PodSpec, labels map[string]string) {
+	if len(labels) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var exprs []corev1.NodeSelectorRequirement
+	for _, k := range keys {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{labels[k]}})
+	}
+	if pod.Affinity == nil {
+		pod.Affinity = &corev1.Affinity{}
+	}
+	if pod.Affinity.NodeAffinity == nil {
+		pod.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := pod.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	req := na.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(req.NodeSelectorTerms) == 0 {
+		req.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range req.NodeSelectorTerms {
+		req.NodeSelectorTerms[i].MatchExpressions = append(req.NodeSelectorTerms[i].MatchExpressions, exprs...)
+	}
 }
 
 // SSHHostKeysDir is where the SSH host keys Secret is mounted inside the jail.

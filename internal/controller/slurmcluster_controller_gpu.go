@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/gpu"
+)
+
+// findGPUShape reads the GPU nodes from the cache (which holds only nodes labelled
+// nvidia.com/gpu.present=true, and of those only labels and allocatable GPUs) and derives the
+// workers' GPU shape.
+func (r *SlurmClusterReconciler) findGPUShape(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, o *observed) error {
+	nodes := &corev1.NodeList{}
+	if err := r.List(ctx, nodes); err != nil {
+		return err
+	}
+	o.gpu = gpu.Find(sc, nodes.Items)
+	return nil
+}
+
+// clustersForNode maps a GPU node's change to every SlurmCluster: any of them may select it.
+func (r *SlurmClusterReconciler) clustersForNode(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &slurmv1alpha1.SlurmClusterList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, sc := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sc)})
+	}
+	return reqs
+}
+
+// gpuShapeChanged lets through node events that can change a GPU shape: a GPU node appearing
+// or leaving, a change of a GPU label, or of allocatable GPUs. Other label or status changes
+// are dropped before they cause a reconcile.
+func gpuShapeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldN, ok1 := e.ObjectOld.(*corev1.Node)
+			newN, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return true
+			}
+			for k, v := range newN.Labels {
+				if gpu.IsShapeLabel(k) && oldN.Labels[k] != v {
+					return true
+				}
+			}
+			for k := range oldN.Labels {
+				if _, still := newN.Labels[k]; gpu.IsShapeLabel(k) && !still {
+					return true
+				}
+			}
+			oldQ := oldN.Status.Allocatable[gpu.ResourceGPU]
+			newQ := newN.Status.Allocatable[gpu.ResourceGPU]
+			return oldQ.Cmp(newQ) != 0
+		},
+	}
+}

@@ -1,0 +1,192 @@
+package gpu
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+// Reasons of the GPUShape condition.
+const (
+	ReasonFromSpec       = "FromSpec"
+	ReasonFromNodeLabels = "FromNodeLabels"
+	ReasonNodesDisagree  = "NodesDisagree"
+	ReasonNoGPUNodes     = "NoGPUNodes"
+)
+
+// Result is the GPU shape of each worker and how it was found.
+type Result struct {
+	GPU base.GPU
+	// Product is the product label of the shape's nodes, for the status.
+	Product string
+	// Source is Spec or NodeLabels ("" for CPU-only workers).
+	Source string
+	// Consistent is false when matching nodes disagree or none has GPUs.
+	Consistent bool
+	Reason     string
+	Message    string
+}
+
+// nodeShape is one node's GPU configuration as its labels describe it.
+type nodeShape struct {
+	count   int32
+	product string
+	mig     []base.MIGDevice
+}
+
+func (s nodeShape) key() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%s", s.count, s.product)
+	for _, m := range s.mig {
+		fmt.Fprintf(&b, "|%s=%d", m.Profile, m.Count)
+	}
+	return b.String()
+}
+
+func (s nodeShape) describe() string {
+	if len(s.mig) > 0 {
+		var parts []string
+		for _, m := range s.mig {
+			parts = append(parts, fmt.Sprintf("%d x %s", m.Count, m.Profile))
+		}
+		return "MIG " + strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("%d x %s", s.count, s.product)
+}
+
+// Find derives the workers' GPU shape from the nodes the worker filter selects. An explicit
+// spec.slurmNodes.worker.gpu sets the count; node labels still give the type when they agree.
+func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
+	matching := MatchingNodes(sc, nodes)
+	groups := map[string][]string{}
+	shapes := map[string]nodeShape{}
+	for _, n := range matching {
+		s, ok := readShape(n)
+		if !ok {
+			continue
+		}
+		k := s.key()
+		groups[k] = append(groups[k], n.Name)
+		shapes[k] = s
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	// Majority first; ties broken by the key so the choice is stable.
+	sort.Slice(keys, func(i, j int) bool {
+		if len(groups[keys[i]]) != len(groups[keys[j]]) {
+			return len(groups[keys[i]]) > len(groups[keys[j]])
+		}
+		return keys[i] < keys[j]
+	})
+
+	explicit := sc.Spec.SlurmNodes.Worker.GPU
+	if len(keys) == 0 {
+		if explicit != nil && *explicit > 0 {
+			return Result{GPU: base.GPU{Count: *explicit}, Source: "Spec", Consistent: true, Reason: ReasonFromSpec,
+				Message: fmt.Sprintf("spec.slurmNodes.worker.gpu is %d; no matching node has GPU Operator labels, so the gres is untyped", *explicit)}
+		}
+		if explicit != nil {
+			return Result{Consistent: true, Reason: ReasonFromSpec, Message: "spec.slurmNodes.worker.gpu is 0: CPU-only workers"}
+		}
+		return Result{Consistent: false, Reason: ReasonNoGPUNodes,
+			Message: fmt.Sprintf("none of the %d nodes the worker filter selects has %s=true: workers are CPU-only (no gres)", len(matching), LabelPresent)}
+	}
+	major := shapes[keys[0]]
+	res := Result{Product: major.product, Source: "NodeLabels", Consistent: true, Reason: ReasonFromNodeLabels}
+	res.GPU = base.GPU{Count: major.count, Type: GresType(major.product), MIG: major.mig}
+	if len(major.mig) > 0 {
+		res.GPU.Count, res.GPU.Type = 0, ""
+	}
+	res.Message = fmt.Sprintf("%s on %d nodes", major.describe(), len(groups[keys[0]]))
+	if explicit != nil {
+		res.GPU.Count, res.GPU.MIG, res.Source, res.Reason = *explicit, nil, "Spec", ReasonFromSpec
+		res.Message = fmt.Sprintf("spec.slurmNodes.worker.gpu is %d; type %q from the node labels", *explicit, res.GPU.Type)
+		if *explicit == 0 {
+			res.GPU.Type = ""
+		}
+	}
+	if len(keys) > 1 {
+		var others []string
+		for _, k := range keys[1:] {
+			others = append(others, fmt.Sprintf("%s (%s)", strings.Join(groups[k], ", "), shapes[k].describe()))
+		}
+		res.Consistent = false
+		res.Reason = ReasonNodesDisagree
+		res.Message = fmt.Sprintf("nodes disagree: using the majority shape %s on %d nodes and keeping workers off %s",
+			major.describe(), len(groups[keys[0]]), strings.Join(others, "; "))
+		res.GPU.RequireLabels = requireLabels(major)
+	}
+	return res
+}
+
+// requireLabels are the node labels that pin workers to nodes of the chosen shape.
+func requireLabels(s nodeShape) map[string]string {
+	l := map[string]string{LabelPresent: "true"}
+	if s.product != "" {
+		l[LabelProduct] = s.product
+	}
+	if len(s.mig) == 0 {
+		l[LabelCount] = strconv.Itoa(int(s.count))
+	}
+	for _, m := range s.mig {
+		l[labelMIGPrefix+m.Profile+labelMIGSuffix] = strconv.Itoa(int(m.Count))
+	}
+	return l
+}
+
+// readShape reads a node's GPU shape; false when the node has no GPUs.
+func readShape(n corev1.Node) (nodeShape, bool) {
+	l := n.Labels
+	if l[LabelPresent] != "true" {
+		return nodeShape{}, false
+	}
+	s := nodeShape{product: l[LabelProduct]}
+	if l[LabelMIGStrategy] == "mixed" {
+		for k, v := range l {
+			if !strings.HasPrefix(k, labelMIGPrefix) || !strings.HasSuffix(k, labelMIGSuffix) {
+				continue
+			}
+			c, err := strconv.Atoi(v)
+			if err != nil || c <= 0 {
+				continue
+			}
+			profile := strings.TrimSuffix(strings.TrimPrefix(k, labelMIGPrefix), labelMIGSuffix)
+			s.mig = append(s.mig, base.MIGDevice{Profile: profile, Count: int32(c)})
+		}
+		sort.Slice(s.mig, func(i, j int) bool { return s.mig[i].Profile < s.mig[j].Profile })
+		if len(s.mig) > 0 {
+			return s, true
+		}
+	}
+	if c, err := strconv.Atoi(l[LabelCount]); err == nil && c > 0 {
+		s.count = int32(c)
+	} else if q, ok := n.Status.Allocatable[ResourceGPU]; ok && q.Value() > 0 {
+		s.count = int32(q.Value())
+	}
+	return s, s.count > 0
+}
+
+// MatchingNodes are the nodes the worker's k8sNodeFilter selects (nodeSelector and required
+// node affinity; tolerations only permit, they do not select).
+func MatchingNodes(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) []corev1.Node {
+	pod := &corev1.Pod{}
+	base.Scheduling(sc, sc.Spec.SlurmNodes.Worker.K8sNodeFilterName, &pod.Spec)
+	req := nodeaffinity.GetRequiredNodeAffinity(pod)
+	var out []corev1.Node
+	for i := range nodes {
+		if ok, _ := req.Match(&nodes[i]); ok {
+			out = append(out, nodes[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
