@@ -54,7 +54,11 @@ test-unit: ## Run the tests that need no API server.
 
 .PHONY: golden
 golden: ## Regenerate the renderers' golden files.
-	go test ./internal/render/... -update
+	go test ./internal/render/... ./internal/gpu/... -update
+
+.PHONY: bench
+bench: test-assets ## Run the benchmarks (render time and size, API writes per reconcile).
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test -run '^$$' -bench . -benchtime 20x ./internal/render/ ./internal/controller/
 
 ##@ Lint
 
