@@ -78,6 +78,9 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.applyAll(ctx, sc, parts); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.prune(ctx, sc, parts); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.observeChildren(ctx, desired, facts); err != nil {
 		return ctrl.Result{}, fmt.Errorf("observe children: %w", err)
 	}

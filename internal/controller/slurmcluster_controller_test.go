@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -298,3 +299,27 @@ func updateSpec(ctx SpecContext, ns, name string, edit func(*slurmv1alpha1.Slurm
 		return k8sClient.Update(ctx, sc)
 	}).WithTimeout(timeout).Should(Succeed())
 }
+
+var _ = Describe("turning a component off", func() {
+	It("deletes what the exporter and accounting left behind, and keeps every Secret", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		applySample(ctx, ns, "off")
+		get(ctx, &appsv1.Deployment{}, ns, "off-exporter")
+		get(ctx, &appsv1.StatefulSet{}, ns, "off-accounting")
+		updateSpec(ctx, ns, "off", func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.Exporter.Enabled = false
+			sc.Spec.SlurmNodes.Accounting.Enabled = false
+		})
+		gone := func(obj client.Object, name string) func() bool {
+			return func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key(ns, name), obj)) }
+		}
+		Eventually(gone(&appsv1.Deployment{}, "off-exporter")).WithTimeout(timeout).Should(BeTrue())
+		Eventually(gone(&corev1.Service{}, "off-exporter")).WithTimeout(timeout).Should(BeTrue())
+		Eventually(gone(&appsv1.StatefulSet{}, "off-accounting")).WithTimeout(timeout).Should(BeTrue())
+		Expect(slurmConf(ctx, ns, "off")).NotTo(ContainSubstring("AccountingStorageType"))
+		for _, s := range []string{"off-munge-key", "off-slurmdbd-conf", "off-mariadb-password"} {
+			Expect(k8sClient.Get(ctx, key(ns, s), &corev1.Secret{})).To(Succeed(), s)
+		}
+		get(ctx, &appsv1.StatefulSet{}, ns, "off-worker")
+	})
+})

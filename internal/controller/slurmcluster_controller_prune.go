@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+// prune deletes the children a component that was turned off left behind (the exporter's
+// Deployment, slurmdbd's StatefulSet and Service, an earlier populate Job). It only deletes
+// objects this SlurmCluster controls and the current render does not hold. It never deletes
+// Secrets (keys, passwords), PersistentVolumeClaims or mariadb-operator objects (deleting a
+// MariaDB could take its data with it), and never a Job that is still running.
+func (r *SlurmClusterReconciler) prune(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, parts []render.Part) error {
+	desired := map[string]bool{}
+	for _, p := range parts {
+		for _, o := range p.Objects {
+			desired[fmt.Sprintf("%T/%s", o, o.GetName())] = true
+		}
+	}
+	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &batchv1.JobList{}}
+	for _, list := range lists {
+		if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels(base.ClusterLabels(sc))); err != nil {
+			return fmt.Errorf("list children: %w", err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			obj := it.(client.Object)
+			if !controlledBy(obj, sc.UID) || desired[fmt.Sprintf("%T/%s", obj, obj.GetName())] {
+				continue
+			}
+			if job, ok := obj.(*batchv1.Job); ok && !jobFinished(job) {
+				continue
+			}
+			log.FromContext(ctx).Info("deleting an object the spec no longer asks for", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
+			if err := r.Delete(ctx, obj, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete %s: %w", obj.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func controlledBy(obj client.Object, uid types.UID) bool {
+	for _, o := range obj.GetOwnerReferences() {
+		if o.UID == uid && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
