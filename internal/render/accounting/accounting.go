@@ -73,7 +73,7 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 			SecretName: sc.SlurmdbdConfigSecretName(), DefaultMode: ptr.To[int32](0o600),
 		}}},
 		corev1.Volume{Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o400),
+			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
 		}}},
 	)
 	pod := corev1.PodSpec{
@@ -97,6 +97,8 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 		})},
 		Volumes:   volumes,
 		DNSConfig: base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+		// Group slurm reads the JWT key.
+		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](64030)},
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{

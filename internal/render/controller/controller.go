@@ -22,11 +22,30 @@ const comp = slurmv1alpha1.ComponentController
 // is unset.
 var DefaultSpoolSize = resource.MustParse("10Gi")
 
-// Service is the headless Service that names slurmctld's pods.
+// RestdPort is where slurmrestd listens in the controller pod.
+const RestdPort = 6820
+
+// SlurmUID is the uid of the slurm user in the Debian packages the images use; the JWT key is
+// readable by this group.
+const SlurmUID = 64030
+
+// Service is the headless Service that names slurmctld's pods, and carries slurmrestd.
 func Service(in base.Input) *corev1.Service {
 	return base.HeadlessService(in.Cluster, comp, []corev1.ServicePort{
 		{Name: "slurmctld", Port: slurmconf.SlurmctldPort, TargetPort: intstr.FromString("slurmctld")},
+		{Name: "slurmrestd", Port: RestdPort, TargetPort: intstr.FromString("slurmrestd")},
 	})
+}
+
+// RestdArgs are slurmrestd's arguments: JWT authentication, the slurmctld endpoints only (the
+// slurmdbd ones fail to load without accounting), listening on RestdPort.
+func RestdArgs() []string {
+	return []string{"-a", "rest_auth/jwt", "-s", "openapi/slurmctld", fmt.Sprintf("0.0.0.0:%d", RestdPort)}
+}
+
+// RestdURL is where the operator reaches slurmrestd.
+func RestdURL(sc *slurmv1alpha1.SlurmCluster, clusterDomain string) string {
+	return fmt.Sprintf("http://%s.%s.svc.%s:%d", sc.HeadlessServiceName(comp), sc.Namespace, clusterDomain, RestdPort)
 }
 
 // StatefulSet runs slurmctld with a munge sidecar; its spool holds StateSaveLocation.
@@ -35,7 +54,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	spec := sc.Spec.SlurmNodes.Controller
 	volumes := append(base.CommonVolumes(sc), corev1.Volume{
 		Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o400),
+			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
 		}},
 	})
 	mounts := []corev1.VolumeMount{
@@ -91,7 +110,26 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 		TerminationGracePeriodSeconds: ptr.To[int64](60),
+		// Group slurm reads the JWT key and owns the spool.
+		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](SlurmUID)},
 	}
+	pod.Containers = append(pod.Containers, base.Container(sc, corev1.Container{
+		Name:    "slurmrestd",
+		Image:   sc.Spec.Images.Controller,
+		Command: []string{"slurmrestd"},
+		Args:    RestdArgs(),
+		// slurmrestd refuses to run as root; SLURM_JWT=daemon makes it pass the clients' tokens on.
+		Env:   []corev1.EnvVar{{Name: "SLURM_JWT", Value: "daemon"}},
+		Ports: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: RestdPort}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
+		},
+		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](65534), RunAsGroup: ptr.To[int64](65534), RunAsNonRoot: ptr.To(true)},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmrestd")}},
+			PeriodSeconds: 5,
+		},
+	}))
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	var claimNames []string
 	if len(claims) > 0 {

@@ -1,0 +1,217 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// APIVersion is the slurmrestd data parser the client speaks.
+const APIVersion = "v0.0.42"
+
+// Client talks to one slurmrestd.
+type Client struct {
+	// BaseURL is slurmrestd's address, for example http://NAME-controller:6820.
+	BaseURL string
+	// Key is the cluster's JWT key (the HS256 secret slurmctld verifies tokens with).
+	Key []byte
+	// User is the Slurm user the operator acts as; it must be SlurmUser or root.
+	User string
+	HTTP *http.Client
+	// Now is the clock (tests may fix it).
+	Now func() time.Time
+}
+
+// NewClient returns a client for slurmrestd at baseURL acting as the slurm user.
+func NewClient(baseURL string, key []byte) *Client {
+	return &Client{BaseURL: strings.TrimSuffix(baseURL, "/"), Key: key, User: "slurm", HTTP: &http.Client{Timeout: 15 * time.Second}, Now: time.Now}
+}
+
+// apiError is one entry of slurmrestd's "errors" array.
+type apiError struct {
+	Description string `json:"description"`
+	Number      int    `json:"error_number"`
+	Error       string `json:"error"`
+}
+
+// Error is a failed request: the HTTP status and slurmrestd's errors.
+type Error struct {
+	Status int
+	Errors []apiError
+	Path   string
+}
+
+func (e *Error) Error() string {
+	var parts []string
+	for _, a := range e.Errors {
+		parts = append(parts, strings.TrimSpace(a.Description+" "+a.Error))
+	}
+	return fmt.Sprintf("slurmrestd %s: HTTP %d: %s", e.Path, e.Status, strings.Join(parts, "; "))
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body any, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
+	if err != nil {
+		return err
+	}
+	tok, err := Token(c.Key, c.User, c.Now(), 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-SLURM-USER-TOKEN", tok)
+	req.Header.Set("X-SLURM-USER-NAME", c.User)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("slurmrestd %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("slurmrestd %s: read: %w", path, err)
+	}
+	var envelope struct {
+		Errors []apiError `json:"errors"`
+	}
+	_ = json.Unmarshal(data, &envelope)
+	if resp.StatusCode >= 300 || len(envelope.Errors) > 0 {
+		return &Error{Status: resp.StatusCode, Errors: envelope.Errors, Path: path}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("slurmrestd %s: decode: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Nodes lists every node slurmctld knows.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	var out struct {
+		Nodes []Node `json:"nodes"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/nodes", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Nodes, nil
+}
+
+// Node returns one node.
+func (c *Client) Node(ctx context.Context, name string) (Node, error) {
+	var out struct {
+		Nodes []Node `json:"nodes"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), nil, &out); err != nil {
+		return Node{}, err
+	}
+	if len(out.Nodes) != 1 {
+		return Node{}, fmt.Errorf("slurmrestd: node %s: %d nodes in the answer", name, len(out.Nodes))
+	}
+	return out.Nodes[0], nil
+}
+
+// Drain drains a node with the operator's reason prefix before why.
+func (c *Client) Drain(ctx context.Context, name, why string) error {
+	body := map[string]any{"state": []string{"DRAIN"}, "reason": ReasonPrefix + why}
+	return c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), body, nil)
+}
+
+// ResumeIfOwned lifts a drain the operator set, and reports whether it did. A drain with any
+// other reason (an admin's) is left alone; so is a node that is not drained.
+func (c *Client) ResumeIfOwned(ctx context.Context, name string) (bool, error) {
+	n, err := c.Node(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if !n.OwnedDrain() {
+		return false, nil
+	}
+	// The REST resume keeps the old reason; clear it so the node does not look drained by us.
+	body := map[string]any{"state": []string{"RESUME"}, "reason": ""}
+	if err := c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), body, nil); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// DeleteNode removes a node from slurmctld (dynamic nodes). slurmctld refuses while the node
+// runs jobs ("Requested nodes are busy").
+func (c *Client) DeleteNode(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), nil, nil)
+}
+
+// Reconfigure asks slurmctld (and every slurmd) to re-read the config; daemons keep their PIDs
+// and running jobs survive.
+func (c *Client) Reconfigure(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/reconfigure", nil, nil)
+}
+
+// Ping reports whether slurmctld answers. It does not validate credentials (slurmrestd answers
+// /ping even with a bad token); use Nodes for that.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/ping", nil, nil)
+}
+
+// Job is what the operator needs to know of a job.
+type Job struct {
+	ID    int64    `json:"job_id"`
+	State []string `json:"job_state"`
+	Nodes string   `json:"nodes"`
+	Exit  struct {
+		ReturnCode struct {
+			Number int64 `json:"number"`
+		} `json:"return_code"`
+	} `json:"exit_code"`
+	Resources *struct {
+		Nodes struct {
+			Allocation []struct {
+				Name string `json:"name"`
+			} `json:"allocation"`
+		} `json:"nodes"`
+	} `json:"job_resources"`
+}
+
+// RunningOn lists the IDs of the running or completing jobs that hold the node.
+func (c *Client) RunningOn(ctx context.Context, node string) ([]int64, error) {
+	var out struct {
+		Jobs []Job `json:"jobs"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/jobs", nil, &out); err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for _, j := range out.Jobs {
+		active := false
+		for _, s := range j.State {
+			if s == "RUNNING" || s == "COMPLETING" {
+				active = true
+			}
+		}
+		if !active || j.Resources == nil {
+			continue
+		}
+		for _, a := range j.Resources.Nodes.Allocation {
+			if a.Name == node {
+				ids = append(ids, j.ID)
+				break
+			}
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,66 @@
+package slurm
+
+import (
+	"slices"
+	"strings"
+)
+
+// ReasonPrefix starts every drain reason the operator sets. The operator lifts only drains
+// whose reason starts with it.
+const ReasonPrefix = "slurm-operator: "
+
+// Node is what the operator needs to know of a Slurm node.
+type Node struct {
+	Name      string   `json:"name"`
+	State     []string `json:"state"`
+	Reason    string   `json:"reason"`
+	ReasonBy  string   `json:"reason_set_by_user"`
+	AllocCPUs int64    `json:"alloc_cpus"`
+	CPUs      int64    `json:"cpus"`
+	Gres      string   `json:"gres"`
+	GresUsed  string   `json:"gres_used"`
+}
+
+// Has reports whether the node's state holds the flag (IDLE, DRAIN, COMPLETING, …).
+func (n Node) Has(flag string) bool { return slices.Contains(n.State, flag) }
+
+// OwnedDrain reports whether the node is drained or draining with a reason the operator set.
+func (n Node) OwnedDrain() bool {
+	return n.Has("DRAIN") && strings.HasPrefix(n.Reason, ReasonPrefix)
+}
+
+// Drained reports whether the node is drained and runs nothing: DRAIN with IDLE, not
+// COMPLETING, and no allocated CPUs. sinfo's compact state can lag ("draining" on an idle
+// drained node), so the decision is made from the flags.
+func (n Node) Drained() bool {
+	return n.Has("DRAIN") && n.Has("IDLE") && !n.Has("COMPLETING") && !n.Has("MIXED") && !n.Has("ALLOCATED") && n.AllocCPUs == 0
+}
+
+// Busy reports whether jobs run on the node (or end on it).
+func (n Node) Busy() bool {
+	return n.Has("ALLOCATED") || n.Has("MIXED") || n.Has("COMPLETING") || n.AllocCPUs > 0
+}
+
+// Down reports whether Slurm considers the node down or not responding.
+func (n Node) Down() bool { return n.Has("DOWN") || n.Has("NOT_RESPONDING") }
+
+// Counts are the node counts the SlurmCluster status reports.
+type Counts struct {
+	Idle, Allocated, Drained int32
+}
+
+// Count sorts nodes into idle, allocated (allocated or mixed) and drained (or draining).
+func Count(nodes []Node) Counts {
+	var c Counts
+	for _, n := range nodes {
+		switch {
+		case n.Has("DRAIN"):
+			c.Drained++
+		case n.Busy():
+			c.Allocated++
+		case n.Has("IDLE"):
+			c.Idle++
+		}
+	}
+	return c
+}
