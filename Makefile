@@ -44,9 +44,18 @@ check-generated: generate manifests ## Fail when generated files differ from wha
 test-assets: ## Build kube-apiserver and etcd for the tests (cached).
 	hack/test-assets.sh >/dev/null
 
+.PHONY: slurm-rootfs
+slurm-rootfs: ## Build the Debian 13 root file system with Slurm 24.11 for the real-Slurm tests (cached).
+	hack/slurm-rootfs.sh >/dev/null
+
 .PHONY: test
-test: check-generated lint test-assets ## Run every test: generated-file check, lint, unit, envtest.
-	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test $(GO_TEST_FLAGS) ./...
+test: check-generated lint test-assets slurm-rootfs ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e.
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
+	  go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-slurm
+test-slurm: slurm-rootfs ## Run only the real-Slurm tests (verbose).
+	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -count=1 -v ./test/slurm/ ./test/slurmharness/
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no API server.

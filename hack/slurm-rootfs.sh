@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Builds a Debian 13 (trixie) root file system with Slurm 24.11, munge and MariaDB, for the
+# real-Slurm tests (test/slurmharness). The result is cached outside the clone, keyed by
+# ROOTFS_VERSION below: bump it whenever the package list or the recipe changes.
+#
+#   hack/slurm-rootfs.sh              build if missing, print the folder on stdout
+#   hack/slurm-rootfs.sh --print-dir  print the folder only (nothing is built or checked)
+#
+# The Debian mirror is read from this machine's apt sources (the URI that serves the host's
+# own release), or taken from SLURM_ROOTFS_MIRROR. Needs root (debootstrap, chroot).
+# Mounts are only ever made inside private mount namespaces, so an interrupted build leaves
+# nothing mounted; it leaves only a temporary folder that the next build removes.
+set -euo pipefail
+
+ROOTFS_VERSION=trixie-slurm-24.11-v1
+SUITE=trixie
+PACKAGES=(
+	slurmctld slurmd slurmdbd slurmrestd slurm-client slurm-wlm-jwt-plugin slurm-wlm-mysql-plugin
+	munge mariadb-server openssh-server iproute2 procps
+)
+CACHE=${SLURM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-operator}
+OUT=$CACHE/rootfs/$ROOTFS_VERSION
+
+T0=$(date +%s.%N)
+elapsed() { awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN { printf "%.1fs", a - b }'; }
+log() { echo "slurm-rootfs: [$(elapsed)] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+case ${1:-} in
+--print-dir) echo "$OUT"; exit 0 ;;
+"") ;;
+-h | --help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) echo "usage: $0 [--print-dir]" >&2; exit 2 ;;
+esac
+
+if [ -d "$OUT" ]; then
+	log "cached $ROOTFS_VERSION, nothing to do"
+	echo "$OUT"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "must run as root (debootstrap and chroot need it)"
+
+# debian_mirror prints the archive URI of the host's own Debian release from the apt sources
+# (one-line .list files and deb822 .sources files). The security and updates suites do not
+# match the bare codename, so they are skipped.
+debian_mirror() {
+	local codename files=()
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	[ -n "$codename" ] || return 1
+	[ -f /etc/apt/sources.list ] && files+=(/etc/apt/sources.list)
+	local f
+	for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && files+=("$f")
+	done
+	[ ${#files[@]} -gt 0 ] || return 1
+	awk -v want="$codename" '
+		function flush() {
+			if (deb && enabled && uris != "") {
+				n = split(suites, s, /[ \t]+/)
+				for (i = 1; i <= n; i++) if (s[i] == want) { split(uris, u, /[ \t]+/); print u[1]; found = 1; exit }
+			}
+			deb = 0; enabled = 1; uris = ""; suites = ""
+		}
+		BEGIN { enabled = 1 }
+		FNR == 1 { flush() }
+		FILENAME ~ /\.list$/ {
+			sub(/#.*/, "")
+			if ($1 != "deb") next
+			i = 2
+			if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+			if ($(i + 1) == want) { print $i; found = 1; exit }
+			next
+		}
+		/^[ \t]*#/ { next }
+		/^[ \t]*$/ { flush(); next }
+		{
+			key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^[ \t]+/, "")
+			if (key == "types") deb = ($0 ~ /(^|[ \t])deb([ \t]|$)/)
+			else if (key == "uris") uris = $0
+			else if (key == "suites") suites = $0
+			else if (key == "enabled") enabled = (tolower($0) != "no")
+		}
+		END { if (!found) flush() }
+	' "${files[@]}"
+}
+
+MIRROR=${SLURM_ROOTFS_MIRROR:-$(debian_mirror || true)}
+[ -n "$MIRROR" ] || die "no Debian mirror found in the apt sources; set SLURM_ROOTFS_MIRROR"
+
+if ! command -v debootstrap >/dev/null; then
+	log "installing debootstrap"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null 2>&1; then
+		log "apt-get install failed, running apt-get update first"
+		apt-get update -q >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null
+	fi
+fi
+
+mkdir -p "$CACHE/rootfs"
+# One build at a time: a second caller waits here and then finds the result.
+exec 9>"$CACHE/rootfs/.$ROOTFS_VERSION.lock"
+flock 9
+if [ -d "$OUT" ]; then
+	log "built by another process while waiting"
+	echo "$OUT"
+	exit 0
+fi
+
+# mounted_under DIR: is anything mounted at or below DIR in this mount namespace?
+mounted_under() { awk -v d="$1" '$5 == d || index($5, d "/") == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; }
+remove_tmp() {
+	local d=$1
+	[ -e "$d" ] || return 0
+	if mounted_under "$d"; then
+		log "warning: something is mounted under $d, not removing it"
+		return 0
+	fi
+	rm -rf --one-file-system "$d"
+}
+
+# Leftovers of interrupted builds (we hold the lock, so nobody is using them).
+for old in "$CACHE/rootfs/.$ROOTFS_VERSION.tmp."*; do
+	[ -e "$old" ] && { log "removing leftover $old"; remove_tmp "$old"; }
+done
+
+TMP=$(mktemp -d "$CACHE/rootfs/.$ROOTFS_VERSION.tmp.XXXXXX")
+LOGFILE=$TMP.log
+trap 'rc=$?; remove_tmp "$TMP"; [ $rc = 0 ] && rm -f "$LOGFILE"; exit $rc' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+chmod 755 "$TMP"
+
+script=$SUITE
+[ -e "/usr/share/debootstrap/scripts/$SUITE" ] || script=/usr/share/debootstrap/scripts/sid
+
+log "debootstrap --variant=minbase $SUITE from $MIRROR (log: $LOGFILE)"
+# debootstrap mounts /proc and /sys in the target while it works: keep those mounts private.
+if ! unshare --mount --propagation private -- \
+	debootstrap --variant=minbase "$SUITE" "$TMP" "$MIRROR" "$script" >"$LOGFILE" 2>&1; then
+	tail -n 20 "$LOGFILE" >&2
+	die "debootstrap failed (full log: $LOGFILE)"
+fi
+log "debootstrap done"
+
+# Nothing may start a service in the chroot, now or later.
+printf '#!/bin/sh\nexit 101\n' >"$TMP/usr/sbin/policy-rc.d"
+chmod 755 "$TMP/usr/sbin/policy-rc.d"
+cp /etc/resolv.conf "$TMP/etc/resolv.conf"
+
+log "apt-get install ${PACKAGES[*]}"
+if ! unshare --mount --propagation private -- sh -c '
+	set -e
+	mount -t proc proc "$1/proc"
+	root=$1; shift
+	chroot "$root" apt-get update -q
+	chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+	chroot "$root" apt-get clean
+' sh "$TMP" "${PACKAGES[@]}" >>"$LOGFILE" 2>&1; then
+	tail -n 20 "$LOGFILE" >&2
+	die "apt-get install failed (full log: $LOGFILE)"
+fi
+log "apt-get install done"
+
+# The test hosts have no DNS: an empty resolv.conf makes unknown names fail at once.
+echo '# no DNS: names come from /etc/hosts' >"$TMP/etc/resolv.conf"
+rm -rf "$TMP/var/lib/apt/lists/"*
+{
+	echo "$ROOTFS_VERSION"
+	chroot "$TMP" dpkg-query -W -f '${Package}=${Version}\n' "${PACKAGES[@]}"
+} >"$TMP/etc/slurm-rootfs-version"
+log "versions: $(grep -E '^(slurmctld|munge|mariadb-server)=' "$TMP/etc/slurm-rootfs-version" | paste -sd' ')"
+
+mv -T "$TMP" "$OUT"
+log "built $OUT ($(du -sh "$OUT" | cut -f1))"
+echo "$OUT"

@@ -1,0 +1,394 @@
+// Package slurm_test runs real Slurm 24.11 daemons (slurmctld, slurmd, slurmdbd, slurmrestd,
+// munged, MariaDB) on the exact bytes the operator renders, one network namespace per Slurm
+// node, and checks what a user and the operator see. See docs/testing.md.
+package slurm_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/gpu"
+	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
+	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
+)
+
+const gpusPerWorker = 2
+
+// spec is the SlurmCluster under test: controller, workers on GPU nodes, one login node,
+// accounting through the database the operator would create.
+func spec(t *testing.T, workers int32) *slurmv1alpha1.SlurmCluster {
+	t.Helper()
+	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Name, sc.Spec.ClusterName = "demo", "demo"
+	sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]string{gpu.LabelPresent: "true"}}}
+	sc.Spec.SlurmNodes.Worker.K8sNodeFilterName = "gpu"
+	sc.Spec.SlurmNodes.Worker.Size = workers
+	sc.Spec.SlurmNodes.Accounting = slurmv1alpha1.Accounting{Enabled: true, MariadbOperator: &slurmv1alpha1.MariadbOperator{Enabled: true}}
+	sc.Spec.SlurmConfig.ExtraSlurmConf = []slurmv1alpha1.ConfigLine{"SchedulerParameters=bf_interval=5"}
+	return sc
+}
+
+// gpuNodes are Kubernetes nodes labelled by the GPU Operator as 2 x H100 each.
+func gpuNodes() []corev1.Node {
+	var out []corev1.Node
+	for i := 0; i < 2; i++ {
+		out = append(out, corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("gpu-node-%d", i),
+			Labels: map[string]string{
+				gpu.LabelPresent: "true", gpu.LabelCount: fmt.Sprint(gpusPerWorker), gpu.LabelProduct: "NVIDIA-H100-80GB-HBM3",
+			},
+		}})
+	}
+	return out
+}
+
+// rendered is what the operator renders for the spec: the same functions, the same bytes.
+type rendered struct {
+	in       base.Input
+	files    map[string][]byte
+	slurmdbd []byte
+}
+
+func render(t *testing.T, sc *slurmv1alpha1.SlurmCluster) rendered {
+	t.Helper()
+	in := fixtures.Input(sc)
+	in.GPU = gpu.Find(in.Cluster, gpuNodes()).GPU
+	files := map[string][]byte{}
+	for name, text := range shared.SlurmConfigMap(in).Data {
+		files[name] = []byte(text)
+	}
+	dbd := accounting.ConfigSecret(in).Data[slurmconf.SlurmdbdConf]
+	return rendered{in: in, files: files, slurmdbd: dbd}
+}
+
+func workerHost(i int) slurmharness.Host {
+	return slurmharness.Host{Name: fmt.Sprintf("demo-worker-%d", i), SlurmName: fmt.Sprintf("worker-%d", i), GPUs: gpusPerWorker}
+}
+
+const (
+	ctlHost   = "demo-controller-0"
+	loginHost = "demo-login-0"
+)
+
+// startCluster starts hosts named as the pods would be, with the rendered config.
+func startCluster(t *testing.T, ctx context.Context, r rendered, workers int) *slurmharness.Cluster {
+	t.Helper()
+	root := os.Getenv("SLURM_ROOTFS")
+	if root == "" {
+		t.Skip("SLURM_ROOTFS is not set: run 'make test' (hack/slurm-rootfs.sh builds the Slurm root file system)")
+	}
+	var hosts []slurmharness.Host
+	for i := 0; i < workers; i++ {
+		hosts = append(hosts, workerHost(i))
+	}
+	c, err := slurmharness.Start(ctx, slurmharness.Config{
+		RootFS:       root,
+		SlurmFiles:   r.files,
+		MungeKey:     r.in.Keys.Munge,
+		JWTKey:       r.in.Keys.JWT,
+		Controller:   slurmharness.Host{Name: ctlHost},
+		Workers:      hosts,
+		Logins:       []slurmharness.Host{{Name: loginHost}},
+		Accounting:   &slurmharness.Host{Name: "demo-accounting-0", Aliases: []string{"demo-accounting", "demo-mariadb"}},
+		SlurmdbdConf: r.slurmdbd,
+	})
+	if err != nil {
+		t.Fatalf("start the cluster from the rendered config: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, h := range c.Hosts() {
+				t.Logf("logs of %s:\n%s", h, c.Logs(h))
+			}
+		}
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return c
+}
+
+// restClient starts slurmrestd on the controller host as the controller pod does (same
+// authentication and plugins), listening on a unix socket in the shared folder, and returns
+// the operator's client for it.
+func restClient(t *testing.T, ctx context.Context, c *slurmharness.Cluster, key []byte) *slurm.Client {
+	t.Helper()
+	if _, err := c.Exec(ctx, ctlHost, "sh", "-c", "mkdir -p /shared/restd && chmod 1777 /shared/restd"); err != nil {
+		t.Fatal(err)
+	}
+	args := controller.RestdArgs()
+	args = append([]string{"/usr/bin/env", "SLURM_JWT=daemon", "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"}, args[:len(args)-1]...)
+	args = append(args, "unix:/shared/restd/slurmrestd.sock")
+	if err := c.StartDaemon(ctlHost, "slurmrestd", args...); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(c.SharedDir(), "restd", "slurmrestd.sock")
+	cl := slurm.NewClient("http://slurmrestd", key)
+	cl.HTTP = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	if err := c.WaitFor(ctx, "slurmrestd answers", func() (bool, error) {
+		_, err := cl.Nodes(ctx)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("%v\n%s", err, c.Logs(ctlHost))
+	}
+	return cl
+}
+
+func login(t *testing.T, ctx context.Context, c *slurmharness.Cluster, args ...string) string {
+	t.Helper()
+	out, err := c.Exec(ctx, loginHost, args...)
+	if err != nil {
+		t.Fatalf("%s on %s: %v", strings.Join(args, " "), loginHost, err)
+	}
+	return out
+}
+
+func sinfoNodes(t *testing.T, ctx context.Context, c *slurmharness.Cluster) map[string]string {
+	t.Helper()
+	out := login(t, ctx, c, "sinfo", "-N", "-h", "-o", "%N %t %P")
+	nodes := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 {
+			nodes[f[0]] = f[1] + " " + f[2]
+		}
+	}
+	return nodes
+}
+
+func waitJob(t *testing.T, ctx context.Context, c *slurmharness.Cluster, id, state string) {
+	t.Helper()
+	if err := c.WaitFor(ctx, "job "+id+" "+state, func() (bool, error) {
+		out, err := c.Exec(ctx, loginHost, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State")
+		return err == nil && strings.TrimSpace(out) == state, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var jobID = regexp.MustCompile(`Submitted batch job (\d+)`)
+
+func sbatch(t *testing.T, ctx context.Context, c *slurmharness.Cluster, args ...string) string {
+	t.Helper()
+	out := login(t, ctx, c, append([]string{"sbatch"}, args...)...)
+	m := jobID.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("sbatch printed %q", out)
+	}
+	return m[1]
+}
+
+func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := render(t, spec(t, 3))
+	c := startCluster(t, ctx, r, 3)
+
+	t.Run("sinfo shows every worker idle in the default partition", func(t *testing.T) {
+		nodes := sinfoNodes(t, ctx, c)
+		for i := 0; i < 3; i++ {
+			if got := nodes[fmt.Sprintf("worker-%d", i)]; got != "idle main*" {
+				t.Errorf("worker-%d: %q, want idle in main*; sinfo: %v", i, got, nodes)
+			}
+		}
+	})
+
+	t.Run("srun -N3 hostname from the login node runs on three workers", func(t *testing.T) {
+		out := login(t, ctx, c, "srun", "-N3", "hostname")
+		hosts := strings.Fields(out)
+		sort.Strings(hosts)
+		want := []string{"demo-worker-0", "demo-worker-1", "demo-worker-2"}
+		if strings.Join(hosts, " ") != strings.Join(want, " ") {
+			t.Fatalf("srun -N3 hostname printed %q", out)
+		}
+	})
+
+	t.Run("the user's extra line is in force", func(t *testing.T) {
+		out := login(t, ctx, c, "scontrol", "show", "config")
+		if !strings.Contains(out, "bf_interval=5") {
+			t.Fatalf("SchedulerParameters from extraSlurmConf not in force")
+		}
+		if !strings.Contains(out, "ClusterName             = demo") {
+			t.Fatalf("ClusterName not demo")
+		}
+	})
+
+	t.Run("gres from the GPU labels: one GPU is granted, three are refused", func(t *testing.T) {
+		out := login(t, ctx, c, "srun", "-N1", "--gres=gpu:h100:1", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
+		if strings.TrimSpace(out) != "0" {
+			t.Fatalf("CUDA_VISIBLE_DEVICES = %q, want 0", out)
+		}
+		out = login(t, ctx, c, "srun", "-N1", "--gres=gpu:2", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
+		if strings.TrimSpace(out) != "0,1" {
+			t.Fatalf("CUDA_VISIBLE_DEVICES = %q, want 0,1", out)
+		}
+		if out, err := c.Exec(ctx, loginHost, "srun", "-N1", "--gres=gpu:3", "--immediate=5", "true"); err == nil {
+			t.Fatalf("srun --gres=gpu:3 was accepted on a 2-GPU worker: %s", out)
+		}
+	})
+
+	t.Run("sbatch, then sacct through slurmdbd and MariaDB shows COMPLETED and the exit code", func(t *testing.T) {
+		ok := sbatch(t, ctx, c, "--wrap", "echo hello")
+		bad := sbatch(t, ctx, c, "--wrap", "exit 3")
+		failedOnPurpose = bad
+		waitJob(t, ctx, c, ok, "COMPLETED")
+		waitJob(t, ctx, c, bad, "FAILED")
+		out := login(t, ctx, c, "sacct", "-n", "-X", "-P", "-j", bad, "-o", "ExitCode")
+		if strings.TrimSpace(out) != "3:0" {
+			t.Fatalf("exit code %q, want 3:0", out)
+		}
+	})
+
+	cl := restClient(t, ctx, c, r.in.Keys.JWT)
+
+	t.Run("the operator's client lifts only its own drains", func(t *testing.T) {
+		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=drain", "reason=bad DIMM, ticket 4711")
+		if err := cl.Drain(ctx, "worker-2", "health check failed"); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"worker-1", "worker-2"} {
+			lifted, err := cl.ResumeIfOwned(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lifted != (n == "worker-2") {
+				t.Errorf("%s: lifted = %v", n, lifted)
+			}
+		}
+		if err := c.WaitFor(ctx, "worker-2 idle, worker-1 still drained", func() (bool, error) {
+			w1, err1 := cl.Node(ctx, "worker-1")
+			w2, err2 := cl.Node(ctx, "worker-2")
+			if err1 != nil || err2 != nil {
+				return false, nil
+			}
+			return w1.Has("DRAIN") && w1.Reason == "bad DIMM, ticket 4711" && !w2.Has("DRAIN") && w2.Has("IDLE"), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=resume")
+	})
+
+	t.Run("scale up 3 → 4: the new node joins idle, slurmctld keeps its PID, a running job completes", func(t *testing.T) {
+		pid := c.PID(ctlHost, slurmharness.Slurmctld)
+		job := sbatch(t, ctx, c, "-w", "worker-0", "--wrap", "sleep 8")
+		waitRunning(t, ctx, c, job)
+		up := render(t, spec(t, 4))
+		if err := c.UpdateSlurmFiles(up.files); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddWorker(ctx, workerHost(3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Reconfigure(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitFor(ctx, "worker-3 idle", func() (bool, error) {
+			n, err := cl.Node(ctx, "worker-3")
+			return err == nil && n.Has("IDLE") && !n.Has("DRAIN") && !n.Down(), nil
+		}); err != nil {
+			t.Fatalf("%v\n%s", err, c.Logs(ctlHost))
+		}
+		if got := c.PID(ctlHost, slurmharness.Slurmctld); got != pid {
+			t.Fatalf("slurmctld PID changed %d → %d", pid, got)
+		}
+		waitJob(t, ctx, c, job, "COMPLETED")
+		out := login(t, ctx, c, "srun", "-w", "worker-3", "--gres=gpu:2", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
+		if strings.TrimSpace(out) != "0,1" {
+			t.Fatalf("on worker-3: CUDA_VISIBLE_DEVICES = %q", out)
+		}
+	})
+
+	t.Run("scale down 4 → 3 as the operator does it: drain, wait for the job, remove", func(t *testing.T) {
+		job := sbatch(t, ctx, c, "-w", "worker-3", "--wrap", "sleep 5")
+		waitRunning(t, ctx, c, job)
+		if err := cl.Drain(ctx, "worker-3", "scale-down"); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cl.Node(ctx, "worker-3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Drained() {
+			t.Fatalf("worker-3 counts as drained while its job runs: %v", n.State)
+		}
+		if ids, err := cl.RunningOn(ctx, "worker-3"); err != nil || len(ids) != 1 {
+			t.Fatalf("running jobs on worker-3: %v, %v", ids, err)
+		}
+		if err := c.WaitFor(ctx, "worker-3 drained", func() (bool, error) {
+			n, err := cl.Node(ctx, "worker-3")
+			return err == nil && n.Drained(), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StopWorker(ctx, "demo-worker-3"); err != nil {
+			t.Fatal(err)
+		}
+		down := render(t, spec(t, 3))
+		if err := c.UpdateSlurmFiles(down.files); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Reconfigure(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitFor(ctx, "worker-3 gone from sinfo", func() (bool, error) {
+			_, still := sinfoNodes(t, ctx, c)["worker-3"]
+			return !still, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitJob(t, ctx, c, job, "COMPLETED")
+		out := login(t, ctx, c, "sacct", "-n", "-X", "-P", "-a", "-o", "JobID,State", "-s", "F,NF,CA,TO,OOM")
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l != "" && !strings.HasPrefix(l, failedOnPurpose+"|") {
+				t.Errorf("a job failed during the scale-down: %s", l)
+			}
+		}
+		nodes, err := cl.Nodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counts := slurm.Count(nodes); counts.Idle != 3 || len(nodes) != 3 {
+			t.Fatalf("after scale-down: %d nodes, %+v", len(nodes), counts)
+		}
+	})
+}
+
+// failedOnPurpose is the ID of the job the sbatch test makes fail (exit 3).
+var failedOnPurpose = "none"
+
+func waitRunning(t *testing.T, ctx context.Context, c *slurmharness.Cluster, id string) {
+	t.Helper()
+	if err := c.WaitFor(ctx, "job "+id+" running", func() (bool, error) {
+		out, err := c.Exec(ctx, loginHost, "squeue", "-h", "-j", id, "-o", "%T")
+		return err == nil && strings.TrimSpace(out) == "RUNNING", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+

@@ -1,0 +1,725 @@
+package slurmharness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Host is one machine of the test cluster: its own network, UTS, mount and cgroup namespaces
+// over a private copy-on-write view of the root file system.
+type Host struct {
+	// Name is the host name (the UTS hostname, what `hostname` and srun print), e.g.
+	// "demo-worker-0". It must be unique in the cluster.
+	Name string
+	// Aliases are extra names that resolve to this host in every host's /etc/hosts, e.g.
+	// "demo-accounting" for a Service name.
+	Aliases []string
+	// SlurmName is, for workers, the Slurm NodeName slurmd registers as (slurmd -N), e.g.
+	// "worker-0". Empty: slurmd finds its node by host name.
+	SlurmName string
+	// GPUs is, for workers, the number of fake GPUs: character devices /dev/nvidia0..N-1
+	// (major 195) and /dev/nvidiactl in the host's private /dev.
+	GPUs int
+	// SlurmdArgs are extra slurmd arguments for a worker, e.g. "-Z", "--conf", "Feature=x"
+	// for a dynamic node.
+	SlurmdArgs []string
+}
+
+// DB names the accounting database and its user, as slurmdbd.conf uses them.
+type DB struct {
+	Name, User, Password string
+}
+
+// Config describes a cluster. Config files are used byte for byte: the harness never edits
+// them, so what is tested is exactly what the caller rendered.
+type Config struct {
+	// RootFS is the Debian root file system with Slurm (hack/slurm-rootfs.sh --print-dir).
+	// It is only ever read: every host writes to its own overlay.
+	RootFS string
+	// SlurmFiles are the files of /etc/slurm (slurm.conf, gres.conf, cgroup.conf,
+	// plugstack.conf, ...), by base name. Every host sees the same folder.
+	SlurmFiles map[string][]byte
+	// MungeKey is the munge key of every host.
+	MungeKey []byte
+
+	Controller Host
+	Workers    []Host
+	// Logins are hosts with munged and the client commands only (srun, sbatch, sinfo).
+	Logins []Host
+	// Accounting, when set, is the host that runs MariaDB and slurmdbd. It may name the
+	// controller host, which then runs them too.
+	Accounting *Host
+	// SlurmdbdConf is slurmdbd.conf (written mode 0600, owner slurm). Required with
+	// Accounting.
+	SlurmdbdConf []byte
+	// DB is the database and user the harness creates in MariaDB (root uses socket auth).
+	// Empty fields are taken from slurmdbd.conf (StorageLoc, StorageUser, StoragePass).
+	DB DB
+	// JWTKey, when set, is written (mode 0600, owner slurm) on the controller and the
+	// accounting host at the jwt_key= path of AuthAltParameters in slurm.conf and
+	// slurmdbd.conf (StateSaveLocation/jwt_hs256.key when slurm.conf enables auth/jwt
+	// without a path).
+	JWTKey []byte
+}
+
+// Daemon names, for PID.
+const (
+	Munged    = "munged"
+	Slurmctld = "slurmctld"
+	Slurmd    = "slurmd"
+	Slurmdbd  = "slurmdbd"
+	Mariadbd  = "mariadbd"
+)
+
+// KeepEnv names the environment variable that, when set to a non-empty value, makes Stop
+// keep the cluster's temporary folder (configs, logs, spool, overlays) for a post-mortem.
+// Processes, namespaces and cgroups are removed all the same.
+const KeepEnv = "SLURMHARNESS_KEEP"
+
+const (
+	subnet         = "10.213.47" // a /24 inside a bridge of our own: it never meets the host's routes
+	firstAddr      = 10
+	defaultTimeout = 2 * time.Minute
+	tmpPrefix      = "slurmharness-"
+)
+
+// Cluster is a running test cluster. Stop it when done.
+type Cluster struct {
+	cfg       Config
+	dir       string // temporary folder: everything the cluster writes
+	id        string // base name of dir; also the name of our cgroup folders
+	nsenter   string
+	slurmUID  int
+	slurmGID  int
+	hierarchy []hierarchy
+
+	mu       sync.Mutex
+	watchdog *proc
+	bridge   *proc
+	hosts    map[string]*host
+	order    []string          // host names in start order
+	addrs    map[string]string // host name -> address; kept after StopWorker for reuse
+	retired  map[string]string // host name -> folder of a stopped worker, for Logs
+	links    int               // veth pairs made so far: each gets a new name
+	stopped  bool
+}
+
+// Start starts a cluster: a host per Host, munged everywhere, MariaDB and slurmdbd when
+// Accounting is set, slurmctld, and slurmd on every worker. It returns once `scontrol ping`
+// answers UP and every worker has registered. On error, it removes what it made.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if err := validate(&cfg); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("slurmharness: must run as root (namespaces, mounts, cgroups)")
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, fmt.Errorf("slurmharness: %w", err)
+	}
+	uid, gid, err := lookupUser(filepath.Join(cfg.RootFS, "etc/passwd"), "slurm")
+	if err != nil {
+		return nil, fmt.Errorf("slurmharness: user slurm in the root file system: %w", err)
+	}
+	hier, err := findHierarchies()
+	if err != nil {
+		return nil, fmt.Errorf("slurmharness: cgroups: %w", err)
+	}
+	sweepStale(hier)
+
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", tmpPrefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("slurmharness: %w", err)
+	}
+	c := &Cluster{
+		cfg: cfg, dir: dir, id: filepath.Base(dir), nsenter: nsenter,
+		slurmUID: uid, slurmGID: gid, hierarchy: hier,
+		hosts: map[string]*host{}, addrs: map[string]string{}, retired: map[string]string{},
+	}
+	if err := c.start(ctx); err != nil {
+		if stopErr := c.Stop(); stopErr != nil {
+			err = fmt.Errorf("%w (and stop: %v)", err, stopErr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func validate(cfg *Config) error {
+	if cfg.RootFS == "" {
+		return errors.New("slurmharness: Config.RootFS is empty (see hack/slurm-rootfs.sh)")
+	}
+	if _, err := os.Lstat(filepath.Join(cfg.RootFS, "usr/sbin/slurmctld")); err != nil { // a link to /etc/alternatives
+		return fmt.Errorf("slurmharness: %s is not a Slurm root file system: %w", cfg.RootFS, err)
+	}
+	if strings.ContainsAny(cfg.RootFS, ",:") {
+		return fmt.Errorf("slurmharness: root file system path %q cannot hold ',' or ':' (overlay options)", cfg.RootFS)
+	}
+	if _, ok := cfg.SlurmFiles["slurm.conf"]; !ok {
+		return errors.New("slurmharness: Config.SlurmFiles has no slurm.conf")
+	}
+	for name := range cfg.SlurmFiles {
+		if err := checkFileName(name); err != nil {
+			return err
+		}
+	}
+	if len(cfg.MungeKey) == 0 {
+		return errors.New("slurmharness: Config.MungeKey is empty")
+	}
+	if cfg.Accounting != nil && len(cfg.SlurmdbdConf) == 0 {
+		return errors.New("slurmharness: Config.SlurmdbdConf is required with Config.Accounting")
+	}
+	seen := map[string]bool{}
+	all := append([]Host{cfg.Controller}, cfg.Workers...)
+	all = append(all, cfg.Logins...)
+	if cfg.Accounting != nil && cfg.Accounting.Name != cfg.Controller.Name {
+		all = append(all, *cfg.Accounting)
+	}
+	for _, h := range all {
+		if err := checkHostName(h.Name); err != nil {
+			return err
+		}
+		if seen[h.Name] {
+			return fmt.Errorf("slurmharness: host %q appears twice", h.Name)
+		}
+		seen[h.Name] = true
+	}
+	return nil
+}
+
+func checkHostName(name string) error {
+	if name == "" || len(name) > 63 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != "" || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("slurmharness: %q is not a valid host name", name)
+	}
+	return nil
+}
+
+func checkFileName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("slurmharness: %q is not a file name", name)
+	}
+	return nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.writeShared(); err != nil {
+		return err
+	}
+	if err := c.startWatchdog(); err != nil {
+		return err
+	}
+	if err := c.startBridge(ctx); err != nil {
+		return err
+	}
+	// Hosts: the controller first, then the accounting host, logins and workers.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctrl, err := c.addHost(ctx, c.cfg.Controller, roleController)
+	if err != nil {
+		return err
+	}
+	acct := ctrl
+	if a := c.cfg.Accounting; a != nil && a.Name != ctrl.Name {
+		if acct, err = c.addHost(ctx, *a, roleAccounting); err != nil {
+			return err
+		}
+	}
+	for _, h := range c.cfg.Logins {
+		if _, err := c.addHost(ctx, h, roleLogin); err != nil {
+			return err
+		}
+	}
+	var workers []*host
+	for _, h := range c.cfg.Workers {
+		w, err := c.addHost(ctx, h, roleWorker)
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+	}
+	for _, name := range c.order {
+		if err := c.startMunged(ctx, c.hosts[name]); err != nil {
+			return err
+		}
+	}
+	if err := c.writeJWTKeys(ctx, ctrl, acct); err != nil {
+		return err
+	}
+	if c.cfg.Accounting != nil {
+		if err := c.startAccounting(ctx, acct); err != nil {
+			return err
+		}
+	}
+	if err := c.startSlurmctld(ctx, ctrl); err != nil {
+		return err
+	}
+	for _, w := range workers {
+		if err := c.startSlurmd(w); err != nil {
+			return err
+		}
+	}
+	for _, w := range workers {
+		if err := c.waitRegistered(ctx, ctrl, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeShared writes the files every host sees: /etc/hosts, /etc/slurm, /etc/munge, /shared.
+func (c *Cluster) writeShared() error {
+	for _, d := range []string{"etc/slurm", "etc/munge", "shared", "hosts"} {
+		if err := os.MkdirAll(filepath.Join(c.dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(filepath.Join(c.dir, "shared"), 0o1777); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Join(c.dir, "etc/munge"), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "etc/munge/munge.key"), c.cfg.MungeKey, 0o400); err != nil {
+		return err
+	}
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	if err := os.WriteFile(filepath.Join(c.dir, "etc/hosts"), []byte(hosts), 0o644); err != nil {
+		return err
+	}
+	enter := fmt.Sprintf(`#!/bin/sh
+# enter HOST [COMMAND...]: run a command (default: bash) in a host of this cluster.
+[ -n "${1:-}" ] || { echo "usage: $0 HOST [COMMAND...]; hosts: $(ls %[1]s/hosts)" >&2; exit 2; }
+pid=$(cat %[1]s/hosts/"$1"/pause.pid) || exit 1
+shift
+[ $# -gt 0 ] || set -- bash
+exec nsenter -t "$pid" -n -m -u -C -r --wdns=/shared -- "$@"
+`, shq(c.dir))
+	if err := os.WriteFile(filepath.Join(c.dir, "enter"), []byte(enter), 0o755); err != nil {
+		return err
+	}
+	if err := c.writeSlurmFiles(c.cfg.SlurmFiles); err != nil {
+		return err
+	}
+	if c.cfg.Accounting != nil {
+		p := filepath.Join(c.dir, "etc/slurm/slurmdbd.conf")
+		if err := writeFileAtomic(p, c.cfg.SlurmdbdConf, 0o600, c.slurmUID, c.slurmGID); err != nil {
+			return fmt.Errorf("slurmharness: slurmdbd.conf: %w", err)
+		}
+	}
+	return nil
+}
+
+// UpdateSlurmFiles writes files of /etc/slurm, which every host sees. Files not named are
+// left alone. Running daemons read them on `scontrol reconfigure`.
+func (c *Cluster) UpdateSlurmFiles(files map[string][]byte) error {
+	for name := range files {
+		if err := checkFileName(name); err != nil {
+			return err
+		}
+	}
+	return c.writeSlurmFiles(files)
+}
+
+func (c *Cluster) writeSlurmFiles(files map[string][]byte) error {
+	for name, data := range files {
+		mode, uid, gid := os.FileMode(0o644), 0, 0
+		if name == "slurmdbd.conf" {
+			mode, uid, gid = 0o600, c.slurmUID, c.slurmGID
+		}
+		if err := writeFileAtomic(filepath.Join(c.dir, "etc/slurm", name), data, mode, uid, gid); err != nil {
+			return fmt.Errorf("slurmharness: write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path by a file with data, so that a daemon never reads half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode, uid, gid int) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), mode); err != nil {
+		return err
+	}
+	if err := os.Chown(f.Name(), uid, gid); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Dir is the cluster's temporary folder (see the README for its layout).
+func (c *Cluster) Dir() string { return c.dir }
+
+// SharedDir is the host path of /shared, a folder every host sees. Exec runs commands there,
+// so the output files of sbatch jobs land in it.
+func (c *Cluster) SharedDir() string { return filepath.Join(c.dir, "shared") }
+
+// Exec runs a command on a host, inside its namespaces and root, with /shared as working
+// directory and a clean environment. The error includes the exit status and stderr.
+func (c *Cluster) Exec(ctx context.Context, host string, args ...string) (string, error) {
+	c.mu.Lock()
+	h, ok := c.hosts[host]
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return "", errors.New("slurmharness: cluster is stopped")
+	}
+	if !ok {
+		return "", fmt.Errorf("slurmharness: no host %q", host)
+	}
+	return c.run(ctx, h, nil, args...)
+}
+
+func (c *Cluster) run(ctx context.Context, h *host, stdin []byte, args ...string) (string, error) {
+	if len(args) == 0 {
+		return "", errors.New("slurmharness: no command")
+	}
+	cmd := c.hostCommand(ctx, h, "/shared", args...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = strings.NewReader(string(stdin))
+	}
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s on %s: %w: %s", strings.Join(args, " "), h.Name, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// WaitFor calls cond every 200 ms until it returns true. An error from cond counts as "not
+// yet" and is reported if the wait times out. The timeout is ctx's deadline, or two minutes
+// when ctx has none.
+func (c *Cluster) WaitFor(ctx context.Context, what string, cond func() (bool, error)) error {
+	return waitFor(ctx, what, cond)
+}
+
+func waitFor(ctx context.Context, what string, cond func() (bool, error)) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		var p *permanentError
+		if errors.As(err, &p) {
+			return fmt.Errorf("slurmharness: waiting for %s: %w", what, p.err)
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("slurmharness: waiting for %s: gave up after %s: %w (last error: %w)", what, time.Since(start).Round(time.Millisecond), ctx.Err(), last)
+			}
+			return fmt.Errorf("slurmharness: waiting for %s: gave up after %s: %w", what, time.Since(start).Round(time.Millisecond), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// permanentError ends a wait at once.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return &permanentError{err} }
+
+// AddWorker adds a worker host with munged and slurmd, as Start does. It does not wait for the
+// node to register: call UpdateSlurmFiles and `scontrol reconfigure` around it as the test
+// needs.
+func (c *Cluster) AddWorker(ctx context.Context, hs Host) error {
+	if err := checkHostName(hs.Name); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("slurmharness: cluster is stopped")
+	}
+	if _, ok := c.hosts[hs.Name]; ok {
+		return fmt.Errorf("slurmharness: host %q exists", hs.Name)
+	}
+	h, err := c.addHost(ctx, hs, roleWorker)
+	if err != nil {
+		return err
+	}
+	if err := c.startMunged(ctx, h); err != nil {
+		return err
+	}
+	return c.startSlurmd(h)
+}
+
+// StopWorker stops slurmd and every other process of a worker, and removes the host. Its logs
+// stay in the cluster folder. A worker of the same name can be added again later.
+func (c *Cluster) StopWorker(ctx context.Context, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[name]
+	if !ok {
+		return fmt.Errorf("slurmharness: no host %q", name)
+	}
+	if h.role != roleWorker {
+		return fmt.Errorf("slurmharness: host %q is not a worker", name)
+	}
+	if p := h.daemons[Slurmd]; p != nil {
+		p.terminate(ctx, 10*time.Second)
+	}
+	err := c.removeHost(h)
+	delete(c.hosts, name)
+	for i, n := range c.order {
+		if n == name {
+			c.order = append(c.order[:i:i], c.order[i+1:]...)
+			break
+		}
+	}
+	old := h.dir + "~1"
+	for i := 2; ; i++ {
+		if _, serr := os.Lstat(old); serr != nil {
+			break
+		}
+		old = fmt.Sprintf("%s~%d", h.dir, i)
+	}
+	if rerr := os.Rename(h.dir, old); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	c.retired[name] = old
+	return err
+}
+
+// PID is the process id of a daemon (Munged, Slurmctld, Slurmd, Slurmdbd, Mariadbd) on a host,
+// or 0 when it is not running. slurmctld and slurmd keep their PID over `scontrol reconfigure`.
+func (c *Cluster) PID(host, daemon string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[host]
+	if !ok {
+		return 0
+	}
+	p := h.daemons[daemon]
+	if p == nil || p.exited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Logs returns the last lines of every log of a host: the daemons' own log files
+// (/var/log/slurm) and their stdout/stderr, for failure messages.
+func (c *Cluster) Logs(host string) string {
+	c.mu.Lock()
+	dir := filepath.Join(c.dir, "hosts", host)
+	if h, ok := c.hosts[host]; ok {
+		dir = h.dir
+	} else if old, ok := c.retired[host]; ok {
+		dir = old
+	}
+	c.mu.Unlock()
+	return logTails(dir, 60)
+}
+
+func logTails(hostDir string, lines int) string {
+	var files []string
+	for _, pattern := range []string{"setup.log", "out/*", "log/*"} {
+		m, _ := filepath.Glob(filepath.Join(hostDir, pattern))
+		files = append(files, m...)
+	}
+	sort.Strings(files)
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(all) > lines {
+			all = all[len(all)-lines:]
+		}
+		rel, _ := filepath.Rel(hostDir, f)
+		fmt.Fprintf(&b, "----- %s: %s (last %d lines)\n%s\n", filepath.Base(hostDir), rel, len(all), strings.Join(all, "\n"))
+	}
+	return b.String()
+}
+
+// Hosts lists the running hosts in start order.
+func (c *Cluster) Hosts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.order...)
+}
+
+// Stop kills every process of the cluster and removes its namespaces, cgroups and temporary
+// folder (kept when SLURMHARNESS_KEEP is set). It is safe to call more than once, and after
+// a failed Start.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
+	var errs []error
+	// Ask the daemons to stop, Slurm's first and then those they use (MariaDB, munged), so
+	// that kept logs end cleanly; then kill whatever is left (job steps included).
+	for _, phase := range [][]string{{Slurmd, Slurmctld, Slurmdbd}, {Mariadbd, Munged}} {
+		var ps []*proc
+		for _, name := range c.order {
+			for _, d := range phase {
+				if p := c.hosts[name].daemons[d]; p != nil {
+					ps = append(ps, p)
+				}
+			}
+		}
+		terminateAll(ps, 3*time.Second)
+	}
+	for _, name := range c.order {
+		if err := c.removeHost(c.hosts[name]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.bridge != nil {
+		c.bridge.kill()
+	}
+	for _, h := range c.hierarchy {
+		if err := removeCgroupTree(filepath.Join(h.base, c.id)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.watchdog != nil {
+		c.watchdog.kill()
+	}
+	if os.Getenv(KeepEnv) == "" {
+		if err := removeDir(c.dir); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		_ = os.WriteFile(filepath.Join(c.dir, keptMarker), nil, 0o644)
+		fmt.Fprintf(os.Stderr, "slurmharness: %s is set: kept %s\n", KeepEnv, c.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// proc is a child process and the news of its end.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func startProc(cmd *exec.Cmd) (*proc, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) kill() {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-p.done
+}
+
+// terminate sends SIGTERM, waits up to grace, then kills.
+func (p *proc) terminate(ctx context.Context, grace time.Duration) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+	case <-ctx.Done():
+	}
+	p.kill()
+}
+
+func terminateAll(ps []*proc, grace time.Duration) {
+	for _, p := range ps {
+		if !p.exited() {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	deadline := time.After(grace)
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-deadline:
+		}
+	}
+	for _, p := range ps {
+		p.kill()
+	}
+}
+
+// childAttrs makes a child die with the test binary (SIGKILL when its parent thread ends;
+// Go keeps its threads unless a locked goroutine exits, which this package never does) and
+// keeps it out of the terminal's process group, so that ^C reaches only the test.
+func childAttrs() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+}
+
+// hostEnv is the environment of every command and daemon in a host.
+var hostEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"USER=root",
+	"LANG=C.UTF-8",
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// StartDaemon starts a long-running command on a host (for example slurmrestd); its output
+// goes to the host's logs, and Stop ends it with the rest. name must be new on that host.
+func (c *Cluster) StartDaemon(host, name string, args ...string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[host]
+	if !ok {
+		return fmt.Errorf("slurmharness: no host %q", host)
+	}
+	if _, dup := h.daemons[name]; dup {
+		return fmt.Errorf("slurmharness: %s already runs on %s", name, host)
+	}
+	return c.startDaemon(h, name, args...)
+}
