@@ -391,4 +391,3 @@ func waitRunning(t *testing.T, ctx context.Context, c *slurmharness.Cluster, id 
 		t.Fatal(err)
 	}
 }
-
