@@ -49,7 +49,8 @@ type Counts struct {
 	Idle, Allocated, Drained int32
 }
 
-// Count sorts nodes into idle, allocated (allocated or mixed) and drained (or draining).
+// Count sorts nodes into idle (and responding), allocated (allocated or mixed) and drained (or
+// draining). Down nodes count in none.
 func Count(nodes []Node) Counts {
 	var c Counts
 	for _, n := range nodes {
@@ -58,7 +59,7 @@ func Count(nodes []Node) Counts {
 			c.Drained++
 		case n.Busy():
 			c.Allocated++
-		case n.Has("IDLE"):
+		case n.Has("IDLE") && !n.Down():
 			c.Idle++
 		}
 	}

@@ -369,12 +369,17 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 				t.Errorf("a job failed during the scale-down: %s", l)
 			}
 		}
-		nodes, err := cl.Nodes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if counts := slurm.Count(nodes); counts.Idle != 3 || len(nodes) != 3 {
-			t.Fatalf("after scale-down: %d nodes, %+v", len(nodes), counts)
+		// After a reconfigure, slurmd re-executes and registers again: wait for that.
+		var last []slurm.Node
+		if err := c.WaitFor(ctx, "three idle workers", func() (bool, error) {
+			nodes, err := cl.Nodes(ctx)
+			if err != nil {
+				return false, nil
+			}
+			last = nodes
+			return len(nodes) == 3 && slurm.Count(nodes).Idle == 3, nil
+		}); err != nil {
+			t.Fatalf("%v: %+v", err, last)
 		}
 	})
 }
