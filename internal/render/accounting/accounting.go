@@ -52,15 +52,9 @@ func ConfigSecret(in base.Input) *corev1.Secret {
 
 // Service is how slurmctld reaches slurmdbd (AccountingStorageHost).
 func Service(in base.Input) *corev1.Service {
-	sc := in.Cluster
-	return &corev1.Service{
-		TypeMeta:   base.TypeMeta("v1", "Service"),
-		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp), comp),
-		Spec: corev1.ServiceSpec{
-			Selector: base.SelectorLabels(sc, comp),
-			Ports:    []corev1.ServicePort{{Name: "slurmdbd", Port: slurmconf.SlurmdbdPort, TargetPort: intstr.FromString("slurmdbd")}},
-		},
-	}
+	return base.Service(in.Cluster, comp, []corev1.ServicePort{
+		{Name: "slurmdbd", Port: slurmconf.SlurmdbdPort, TargetPort: intstr.FromString("slurmdbd")},
+	})
 }
 
 // StatefulSet runs slurmdbd. slurmdbd reads its config only at start, so the pod template
@@ -72,9 +66,7 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 		corev1.Volume{Name: volumeDBDConf, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: sc.SlurmdbdConfigSecretName(), DefaultMode: ptr.To[int32](0o600),
 		}}},
-		corev1.Volume{Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
-		}}},
+		base.JWTKeyVolume(sc),
 	)
 	pod := corev1.PodSpec{
 		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},

@@ -191,3 +191,19 @@ func HeadlessService(sc *slurmv1alpha1.SlurmCluster, comp slurmv1alpha1.Componen
 		},
 	}
 }
+
+// Service is a ClusterIP Service in front of a component's pods.
+func Service(sc *slurmv1alpha1.SlurmCluster, comp slurmv1alpha1.Component, ports []corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   TypeMeta("v1", "Service"),
+		ObjectMeta: ObjectMeta(sc, sc.ComponentName(comp), comp),
+		Spec:       corev1.ServiceSpec{Selector: SelectorLabels(sc, comp), Ports: ports},
+	}
+}
+
+// JWTKeyVolume mounts the JWT key Secret, readable by the pod's fsGroup (slurm).
+func JWTKeyVolume(sc *slurmv1alpha1.SlurmCluster) corev1.Volume {
+	return corev1.Volume{Name: VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
+	}}}
+}

@@ -52,11 +52,7 @@ func RestdURL(sc *slurmv1alpha1.SlurmCluster, clusterDomain string) string {
 func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sc := in.Cluster
 	spec := sc.Spec.SlurmNodes.Controller
-	volumes := append(base.CommonVolumes(sc), corev1.Volume{
-		Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
-		}},
-	})
+	volumes := append(base.CommonVolumes(sc), base.JWTKeyVolume(sc))
 	mounts := []corev1.VolumeMount{
 		{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
 		{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},

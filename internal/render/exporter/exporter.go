@@ -59,15 +59,9 @@ func Deployment(in base.Input) *appsv1.Deployment {
 
 // Service exposes the exporter's metrics port.
 func Service(in base.Input) *corev1.Service {
-	sc := in.Cluster
-	return &corev1.Service{
-		TypeMeta:   base.TypeMeta("v1", "Service"),
-		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp), comp),
-		Spec: corev1.ServiceSpec{
-			Selector: base.SelectorLabels(sc, comp),
-			Ports:    []corev1.ServicePort{{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics")}},
-		},
-	}
+	return base.Service(in.Cluster, comp, []corev1.ServicePort{
+		{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics")},
+	})
 }
 
 // ServiceMonitor asks the Prometheus operator to scrape the exporter. It is an unstructured
