@@ -31,6 +31,9 @@ type SlurmClusterReconciler struct {
 	Recorder  events.EventRecorder
 	// ClusterDomain is the Kubernetes DNS domain (cluster.local when empty).
 	ClusterDomain string
+	// SlurmClient makes the client that asks slurmctld (through slurmrestd) before workers are
+	// removed. Nil: slurmrestd in the controller pod, through the cluster's DNS.
+	SlurmClient SlurmClientFunc
 }
 
 // +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters,verbs=get;list;watch
@@ -66,7 +69,18 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.findGPUShape(ctx, desired, facts); err != nil {
 		return ctrl.Result{}, fmt.Errorf("find gpu shape: %w", err)
 	}
-	in := base.Input{Cluster: desired, Keys: keys, ClusterDomain: r.ClusterDomain, GPU: facts.gpu.GPU}
+	plan, err := r.planWorkers(ctx, desired, keys.JWT, &sc.Status, facts)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("plan workers: %w", err)
+	}
+	facts.scaling = plan
+	toRender := desired
+	if plan.replicas != desired.Spec.SlurmNodes.Worker.Size {
+		// Keep the leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
+		toRender = desired.DeepCopy()
+		toRender.Spec.SlurmNodes.Worker.Size = plan.replicas
+	}
+	in := base.Input{Cluster: toRender, Keys: keys, ClusterDomain: r.ClusterDomain, GPU: facts.gpu.GPU}
 	in.Optional = r.optionalAPIs(facts)
 	r.accountingDatabase(ctx, &in, facts)
 
@@ -86,6 +100,10 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	if err := r.updateStatus(ctx, sc, desired, facts); err != nil {
 		return ctrl.Result{}, err
+	}
+	if facts.scaling.active {
+		// Jobs end and nodes drain without any Kubernetes event: look again soon.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	if !facts.settled() {
 		// Pods, load balancers and Jobs change without touching our objects' specs; look again.

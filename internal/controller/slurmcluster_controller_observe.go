@@ -14,12 +14,17 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
 // observed holds what a reconcile learned about the world; the status is computed from it.
 type observed struct {
 	renderErr error
 	gpu       gpu.Result
+	scaling   scaling
+	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
+	slurmNodes   []slurm.Node
+	slurmReached bool
 
 	mariaDBAPI, serviceMonitorAPI bool
 	// databaseErr says why the accounting database cannot be used (a missing Secret, say).

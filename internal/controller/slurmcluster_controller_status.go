@@ -15,6 +15,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
 // Condition types of a SlurmCluster.
@@ -27,7 +28,12 @@ const (
 	ConditionJailPopulated       = "JailPopulated"
 	ConditionDegraded            = "Degraded"
 	ConditionGPUShape            = "GPUShape"
+	ConditionScalingDown         = "ScalingDown"
 )
+
+func findCondition(st *slurmv1alpha1.SlurmClusterStatus, t string) *metav1.Condition {
+	return meta.FindStatusCondition(st.Conditions, t)
+}
 
 // computeStatus derives the status from what the reconcile observed. It is pure.
 func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClusterStatus, o *observed) slurmv1alpha1.SlurmClusterStatus {
@@ -118,6 +124,15 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	st.Workers.Selector = labels.SelectorFromSet(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker)).String()
 	st.LoginEndpoint = loginEndpoint(o.loginService)
 	set(ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
+	if o.scaling.active {
+		set(ConditionScalingDown, true, o.scaling.reason, o.scaling.message)
+	} else if meta.FindStatusCondition(st.Conditions, ConditionScalingDown) != nil {
+		set(ConditionScalingDown, false, "Done", "no scale-down in progress")
+	}
+	if o.slurmReached {
+		c := slurm.Count(o.slurmNodes)
+		st.Workers.Idle, st.Workers.Allocated, st.Workers.Drained = c.Idle, c.Allocated, c.Drained
+	}
 	if n := o.gpu.GPU.Total(); n > 0 {
 		st.GPU = &slurmv1alpha1.GPUShape{PerWorker: n, Type: o.gpu.GPU.Type, Product: o.gpu.Product, Source: o.gpu.Source}
 	} else {

@@ -189,9 +189,9 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 		stopManager()
 		startManager()
 		updateSpec(ctx, ns, "munge", func(sc *slurmv1alpha1.SlurmCluster) {
-			sc.Spec.SlurmNodes.Worker.Size = 3 // force a reconcile that re-renders everything
+			sc.Spec.SlurmNodes.Worker.Size = 9 // force a reconcile that re-renders everything
 		})
-		Eventually(func() string { return slurmConf(ctx, ns, "munge") }).WithTimeout(timeout).Should(ContainSubstring("worker-[0-2]"))
+		Eventually(func() string { return slurmConf(ctx, ns, "munge") }).WithTimeout(timeout).Should(ContainSubstring("worker-[0-8]"))
 
 		after := get(ctx, &corev1.Secret{}, ns, "munge-munge-key").Data["munge.key"]
 		Expect(bytes.Equal(before, after)).To(BeTrue(), "the munge key changed")
@@ -251,8 +251,8 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 		}).WithTimeout(timeout).Should(Succeed())
 
 		By("changing something else: no second Job")
-		updateSpec(ctx, ns, "jail", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 4 })
-		Eventually(func() string { return slurmConf(ctx, ns, "jail") }).WithTimeout(timeout).Should(ContainSubstring("worker-[0-3]"))
+		updateSpec(ctx, ns, "jail", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 9 })
+		Eventually(func() string { return slurmConf(ctx, ns, "jail") }).WithTimeout(timeout).Should(ContainSubstring("worker-[0-8]"))
 		jobs := &batchv1.JobList{}
 		Expect(k8sClient.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
 		Expect(jobs.Items).To(HaveLen(1))
@@ -321,5 +321,37 @@ var _ = Describe("turning a component off", func() {
 			Expect(k8sClient.Get(ctx, key(ns, s), &corev1.Secret{})).To(Succeed(), s)
 		}
 		get(ctx, &appsv1.StatefulSet{}, ns, "off-worker")
+	})
+})
+
+var _ = Describe("scaling workers down", func() {
+	It("removes no worker while Slurm cannot be asked whether it runs a job", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		applySample(ctx, ns, "closed")
+		Eventually(func() int32 {
+			return *get(ctx, &appsv1.StatefulSet{}, ns, "closed-worker").Spec.Replicas
+		}).WithTimeout(timeout).Should(Equal(int32(8)))
+		updateSpec(ctx, ns, "closed", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 5 })
+		Eventually(func(g Gomega) {
+			sc := &slurmv1alpha1.SlurmCluster{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "closed"), sc)).To(Succeed())
+			c := meta.FindStatusCondition(sc.Status.Conditions, "ScalingDown")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal("SlurmUnreachable"))
+			g.Expect(sc.Status.Workers.Desired).To(Equal(int32(5)))
+		}).WithTimeout(timeout).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "closed-worker").Spec.Replicas).To(Equal(int32(8)))
+			g.Expect(slurmConf(ctx, ns, "closed")).To(ContainSubstring("NodeName=worker-[0-7]"))
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+
+		By("going back up to 8: nothing to wait for any more")
+		updateSpec(ctx, ns, "closed", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 8 })
+		Eventually(func(g Gomega) {
+			sc := &slurmv1alpha1.SlurmCluster{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "closed"), sc)).To(Succeed())
+			g.Expect(meta.IsStatusConditionFalse(sc.Status.Conditions, "ScalingDown")).To(BeTrue())
+		}).WithTimeout(timeout).Should(Succeed())
 	})
 })

@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	rendercontroller "github.com/slurm-k8s/slurm-operator/internal/render/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+)
+
+// SlurmAPI is what the reconciler asks of slurmctld. *slurm.Client implements it.
+type SlurmAPI interface {
+	Nodes(ctx context.Context) ([]slurm.Node, error)
+	Drain(ctx context.Context, name, why string) error
+	ResumeIfOwned(ctx context.Context, name string) (bool, error)
+}
+
+// SlurmClientFunc returns the Slurm client of a cluster, given its JWT key.
+type SlurmClientFunc func(sc *slurmv1alpha1.SlurmCluster, jwtKey []byte) SlurmAPI
+
+// scaleDownReason is the drain reason (after slurm.ReasonPrefix) of nodes leaving the cluster.
+const scaleDownReason = "scale-down"
+
+// scaling is what the scale-down phase decided.
+type scaling struct {
+	// replicas is the worker count to render now: the spec's size, or more while nodes above it
+	// still run jobs (or Slurm cannot be asked).
+	replicas int32
+	// active is true while a scale-down waits; reason and message go into ScalingDown.
+	active          bool
+	reason, message string
+}
+
+func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key []byte) SlurmAPI {
+	if r.SlurmClient != nil {
+		return r.SlurmClient(sc, key)
+	}
+	domain := r.ClusterDomain
+	if domain == "" {
+		domain = base.DefaultClusterDomain
+	}
+	return slurm.NewClient(rendercontroller.RestdURL(sc, domain), key)
+}
+
+// planWorkers decides how many workers to render. Scaling up is immediate. Scaling down never
+// removes a worker that may run a job: the nodes above the new size are drained in Slurm with
+// the operator's reason, and the StatefulSet (and the node list) shrink only once every one of
+// them is drained and idle, or down. When Slurm cannot be asked, nothing shrinks (fail closed).
+func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
+	want := sc.Spec.SlurmNodes.Worker.Size
+	live := &appsv1.StatefulSet{}
+	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentWorker)}, live)
+	if err != nil {
+		return scaling{}, err
+	}
+	current := int32(0)
+	if found && live.Spec.Replicas != nil {
+		current = *live.Spec.Replicas
+	}
+	if current <= want {
+		r.resumeCancelledScaleDown(ctx, sc, jwtKey, prev, o)
+		return scaling{replicas: want}, nil
+	}
+
+	closed := scaling{replicas: current, active: true}
+	nodes, err := r.slurmClient(sc, jwtKey).Nodes(ctx)
+	if err != nil {
+		closed.reason = "SlurmUnreachable"
+		closed.message = fmt.Sprintf("keeping %d workers until Slurm can be asked which of worker-%d…worker-%d run jobs: %v", current, want, current-1, err)
+		return closed, nil
+	}
+	o.slurmNodes, o.slurmReached = nodes, true
+	byName := map[string]slurm.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	client := r.slurmClient(sc, jwtKey)
+	var waiting []string
+	for i := want; i < current; i++ {
+		name := slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i)
+		n, known := byName[name]
+		if !known {
+			continue // never registered: it cannot run a job
+		}
+		if !n.Has("DRAIN") {
+			if err := client.Drain(ctx, name, scaleDownReason); err != nil {
+				closed.reason = "SlurmUnreachable"
+				closed.message = fmt.Sprintf("keeping %d workers: draining %s failed: %v", current, name, err)
+				return closed, nil
+			}
+			log.FromContext(ctx).Info("drained for scale-down", "node", name)
+			waiting = append(waiting, name)
+			continue
+		}
+		if !(n.Drained() || (n.Down() && !n.Busy())) {
+			waiting = append(waiting, name)
+		}
+	}
+	if len(waiting) > 0 {
+		closed.reason = "WaitingForJobs"
+		closed.message = fmt.Sprintf("scaling %d → %d: waiting for the jobs on %s to end (drained, no new jobs start there)", current, want, strings.Join(waiting, ", "))
+		return closed, nil
+	}
+	return scaling{replicas: want, active: true, reason: "RemovingNodes",
+		message: fmt.Sprintf("scaling %d → %d: worker-%d…worker-%d are drained and idle; removing them", current, want, want, current-1)}, nil
+}
+
+// resumeCancelledScaleDown lifts the operator's scale-down drains of nodes that are within the
+// size again (the size went back up before they were removed). Only after a scale-down was in
+// progress, and only drains the operator set; errors wait for the next reconcile.
+func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) {
+	c := findCondition(prev, ConditionScalingDown)
+	if c == nil || c.Status != "True" {
+		return
+	}
+	client := r.slurmClient(sc, jwtKey)
+	nodes, err := client.Nodes(ctx)
+	if err != nil {
+		return
+	}
+	o.slurmNodes, o.slurmReached = nodes, true
+	for _, n := range nodes {
+		if n.OwnedDrain() && n.Reason == slurm.ReasonPrefix+scaleDownReason {
+			if _, err := client.ResumeIfOwned(ctx, n.Name); err != nil {
+				log.FromContext(ctx).Error(err, "resume a node whose scale-down was cancelled", "node", n.Name)
+			}
+		}
+	}
+}
