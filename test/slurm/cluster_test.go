@@ -266,6 +266,10 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 	})
 
 	cl := restClient(t, ctx, c, r.in.Keys.JWT)
+	// The controller pod's reconfigure sidecar, as rendered: it reconfigures when the files change.
+	if err := c.StartDaemon(ctlHost, "reconfigure", "/bin/sh", "-c", controller.ReconfigureScript); err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("the operator's client lifts only its own drains", func(t *testing.T) {
 		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=drain", "reason=bad DIMM, ticket 4711")
@@ -294,7 +298,7 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=resume")
 	})
 
-	t.Run("scale up 3 → 4: the new node joins idle, slurmctld keeps its PID, a running job completes", func(t *testing.T) {
+	t.Run("scale up 3 → 4: the sidecar reconfigures, the new node joins idle, slurmctld keeps its PID, a running job completes", func(t *testing.T) {
 		pid := c.PID(ctlHost, slurmharness.Slurmctld)
 		job := sbatch(t, ctx, c, "-w", "worker-0", "--wrap", "sleep 8")
 		waitRunning(t, ctx, c, job)
@@ -305,9 +309,7 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		if err := c.AddWorker(ctx, workerHost(3)); err != nil {
 			t.Fatal(err)
 		}
-		if err := cl.Reconfigure(ctx); err != nil {
-			t.Fatal(err)
-		}
+		// No explicit reconfigure: the sidecar notices the new files.
 		if err := c.WaitFor(ctx, "worker-3 idle", func() (bool, error) {
 			n, err := cl.Node(ctx, "worker-3")
 			return err == nil && n.Has("IDLE") && !n.Has("DRAIN") && !n.Down(), nil
@@ -324,7 +326,7 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("scale down 4 → 3 as the operator does it: drain, wait for the job, remove", func(t *testing.T) {
+	t.Run("scale down 4 → 3 as the operator does it: drain, wait for the job, remove, reconfigure through slurmrestd", func(t *testing.T) {
 		job := sbatch(t, ctx, c, "-w", "worker-3", "--wrap", "sleep 5")
 		waitRunning(t, ctx, c, job)
 		if err := cl.Drain(ctx, "worker-3", "scale-down"); err != nil {

@@ -37,6 +37,25 @@ func Service(in base.Input) *corev1.Service {
 	})
 }
 
+// ReconfigureScript runs beside slurmctld. The kubelet updates the mounted Slurm config some
+// time after the ConfigMap changes; when the files change, the script runs `scontrol
+// reconfigure` once, so slurmctld and every slurmd pick them up without a restart (they keep
+// their PIDs and running jobs). A failed reconfigure is retried on the next look.
+const ReconfigureScript = `last=""
+while true; do
+  cur=$(cat /etc/slurm/*.conf 2>/dev/null | md5sum)
+  if [ -z "$last" ]; then
+    last=$cur
+  elif [ "$cur" != "$last" ]; then
+    if scontrol reconfigure; then
+      echo "slurm config changed: reconfigured"
+      last=$cur
+    fi
+  fi
+  sleep 5
+done
+`
+
 // RestdArgs are slurmrestd's arguments: JWT authentication, the slurmctld endpoints only (the
 // slurmdbd ones fail to load without accounting), listening on RestdPort.
 func RestdArgs() []string {
@@ -110,6 +129,17 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](SlurmUID)},
 	}
 	pod.Containers = append(pod.Containers, base.Container(sc, corev1.Container{
+		Name:    "reconfigure",
+		Image:   sc.Spec.Images.Controller,
+		Command: []string{"/bin/sh", "-c", ReconfigureScript},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
+			{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+		}},
+	}), base.Container(sc, corev1.Container{
 		Name:    "slurmrestd",
 		Image:   sc.Spec.Images.Controller,
 		Command: []string{"slurmrestd"},
