@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,7 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
+	rendercontroller "github.com/slurm-k8s/slurm-operator/internal/render/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
 )
 
@@ -75,10 +79,11 @@ func startManager() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&controller.SlurmClusterReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("slurm-operator"),
+		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
+		Scheme:      mgr.GetScheme(),
+		Recorder:    mgr.GetEventRecorder("slurm-operator"),
+		SlurmClient: slurmClientFor,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel
@@ -88,6 +93,17 @@ func startManager() {
 		defer close(mgrDone)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
+}
+
+// slurmClients routes a cluster (by namespace) to a real slurmrestd started by a test; other
+// clusters get the operator's default client, which cannot reach anything here.
+var slurmClients sync.Map
+
+func slurmClientFor(sc *slurmv1alpha1.SlurmCluster, key []byte) controller.SlurmAPI {
+	if c, ok := slurmClients.Load(sc.Namespace); ok {
+		return c.(controller.SlurmAPI)
+	}
+	return slurm.NewClient(rendercontroller.RestdURL(sc, "cluster.local"), key)
 }
 
 func stopManager() {

@@ -6,10 +6,7 @@ package slurm_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -23,11 +20,11 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/gpu"
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
 
@@ -128,36 +125,6 @@ func startCluster(t *testing.T, ctx context.Context, r rendered, workers int) *s
 		}
 	})
 	return c
-}
-
-// restClient starts slurmrestd on the controller host as the controller pod does (same
-// authentication and plugins), listening on a unix socket in the shared folder, and returns
-// the operator's client for it.
-func restClient(t *testing.T, ctx context.Context, c *slurmharness.Cluster, key []byte) *slurm.Client {
-	t.Helper()
-	if _, err := c.Exec(ctx, ctlHost, "sh", "-c", "mkdir -p /shared/restd && chmod 1777 /shared/restd"); err != nil {
-		t.Fatal(err)
-	}
-	args := controller.RestdArgs()
-	args = append([]string{"/usr/bin/env", "SLURM_JWT=daemon", "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"}, args[:len(args)-1]...)
-	args = append(args, "unix:/shared/restd/slurmrestd.sock")
-	if err := c.StartDaemon(ctlHost, "slurmrestd", args...); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(c.SharedDir(), "restd", "slurmrestd.sock")
-	cl := slurm.NewClient("http://slurmrestd", key)
-	cl.HTTP = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
-	if err := c.WaitFor(ctx, "slurmrestd answers", func() (bool, error) {
-		_, err := cl.Nodes(ctx)
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("%v\n%s", err, c.Logs(ctlHost))
-	}
-	return cl
 }
 
 func login(t *testing.T, ctx context.Context, c *slurmharness.Cluster, args ...string) string {
@@ -265,9 +232,12 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		}
 	})
 
-	cl := restClient(t, ctx, c, r.in.Keys.JWT)
+	cl, err := slurmtest.StartRestd(ctx, c, ctlHost, r.in.Keys.JWT)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, c.Logs(ctlHost))
+	}
 	// The controller pod's reconfigure sidecar, as rendered: it reconfigures when the files change.
-	if err := c.StartDaemon(ctlHost, "reconfigure", "/bin/sh", "-c", controller.ReconfigureScript); err != nil {
+	if err := slurmtest.StartReconfigureSidecar(c, ctlHost); err != nil {
 		t.Fatal(err)
 	}
 

@@ -35,6 +35,24 @@ func parseConf(data []byte) conf {
 	return c
 }
 
+// withIncludes returns the file name of files with every "Include NAME" line replaced by the
+// included file (names relative to the config folder, as Slurm reads them), so that settings
+// of a layered slurm.conf are found. Includes of files not in files are left out.
+func withIncludes(files map[string][]byte, name string, depth int) []byte {
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(files[name]))
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		if len(f) == 2 && strings.EqualFold(f[0], "include") && depth < 8 {
+			out.Write(withIncludes(files, path.Base(f[1]), depth+1))
+			continue
+		}
+		out.WriteString(line + "\n")
+	}
+	return out.Bytes()
+}
+
 func (c conf) get(key, def string) string {
 	if v, ok := c[strings.ToLower(key)]; ok && v != "" {
 		return v

@@ -401,7 +401,7 @@ func (c *Cluster) writeJWTKeys(ctx context.Context, hosts ...*host) error {
 	if len(c.cfg.JWTKey) == 0 {
 		return nil
 	}
-	paths := jwtKeyPaths(c.cfg.SlurmFiles["slurm.conf"], c.cfg.SlurmdbdConf)
+	paths := jwtKeyPaths(withIncludes(c.cfg.SlurmFiles, "slurm.conf", 0), c.cfg.SlurmdbdConf)
 	done := map[string]bool{}
 	for _, h := range hosts {
 		if done[h.Name] {

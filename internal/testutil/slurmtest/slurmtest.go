@@ -1,0 +1,48 @@
+// Package slurmtest runs the controller pod's Slurm sidecars (slurmrestd, the reconfigure
+// script) on a test cluster of test/slurmharness, exactly as the operator renders them, and
+// returns the operator's Slurm client for it. It is for tests only.
+package slurmtest
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/slurm-k8s/slurm-operator/internal/render/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
+)
+
+// StartRestd starts slurmrestd on host with the controller pod's authentication and plugins,
+// listening on a unix socket in the cluster's shared folder (the test process cannot reach the
+// hosts' network), and returns a client of the operator's that talks to it with key.
+func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, key []byte) (*slurm.Client, error) {
+	if _, err := c.Exec(ctx, host, "sh", "-c", "mkdir -p /shared/restd && chmod 1777 /shared/restd"); err != nil {
+		return nil, err
+	}
+	args := controller.RestdArgs()
+	argv := append([]string{"/usr/bin/env", "SLURM_JWT=daemon", "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"}, args[:len(args)-1]...)
+	argv = append(argv, "unix:/shared/restd/slurmrestd.sock")
+	if err := c.StartDaemon(host, "slurmrestd", argv...); err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(c.SharedDir(), "restd", "slurmrestd.sock")
+	cl := slurm.NewClient("http://slurmrestd", key)
+	cl.HTTP = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	err := c.WaitFor(ctx, "slurmrestd answers", func() (bool, error) {
+		_, err := cl.Nodes(ctx)
+		return err == nil, nil
+	})
+	return cl, err
+}
+
+// StartReconfigureSidecar runs the controller pod's reconfigure script on host.
+func StartReconfigureSidecar(c *slurmharness.Cluster, host string) error {
+	return c.StartDaemon(host, "reconfigure", "/bin/sh", "-c", controller.ReconfigureScript)
+}
