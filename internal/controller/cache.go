@@ -13,7 +13,8 @@ import (
 
 // CacheOptions keep only the operator's own Secrets and ConfigMaps in memory, not every Secret
 // of the cluster (others, such as a user's database password, are read through the API
-// reader), and of Nodes only GPU nodes, slimmed down to labels and allocatable GPUs.
+// reader), of Pods only the operator's, and of Nodes only GPU nodes, slimmed down to labels
+// and allocatable GPUs.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{base.LabelManagedBy: base.ManagedBy})
 	gpuNodes := labels.SelectorFromSet(labels.Set{gpu.LabelPresent: "true"})
@@ -21,6 +22,7 @@ func CacheOptions() cache.Options {
 		&corev1.Secret{}:    {Label: managed},
 		&corev1.ConfigMap{}: {Label: managed},
 		&corev1.Node{}:      {Label: gpuNodes, Transform: slimNode},
+		&corev1.Pod{}:       {Label: managed},
 	}}
 }
 

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -27,10 +28,6 @@ import (
 // worker host when the StatefulSet shrinks.
 var _ = Describe("scaling down against a real Slurm cluster", func() {
 	It("drains the leaving worker, waits for its job, then shrinks the StatefulSet", func(ctx SpecContext) {
-		root := os.Getenv("SLURM_ROOTFS")
-		if root == "" {
-			Skip("SLURM_ROOTFS is not set: run 'make test'")
-		}
 		ns := newNamespace(ctx)
 		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
 		Expect(err).NotTo(HaveOccurred())
@@ -38,51 +35,12 @@ var _ = Describe("scaling down against a real Slurm cluster", func() {
 		sc.Spec.SlurmNodes.Worker.Size = 4
 		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
 
-		By("starting Slurm hosts from what the operator wrote")
-		files := func() map[string][]byte {
-			cm := get(ctx, &corev1.ConfigMap{}, ns, "demo-slurm-config")
-			out := map[string][]byte{}
-			for k, v := range cm.Data {
-				out[k] = []byte(v)
-			}
-			return out
-		}
-		Eventually(func() string { return slurmConf(ctx, ns, "demo") }).WithTimeout(timeout).Should(ContainSubstring("worker-[0-3]"))
-		munge := get(ctx, &corev1.Secret{}, ns, "demo-munge-key").Data["munge.key"]
-		jwt := get(ctx, &corev1.Secret{}, ns, "demo-jwt-key").Data["jwt_hs256.key"]
-		var workers []slurmharness.Host
-		for i := 0; i < 4; i++ {
-			workers = append(workers, slurmharness.Host{Name: sc.PodName(slurmv1alpha1.ComponentWorker, int32(i)), SlurmName: slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, int32(i))})
-		}
+		cluster, client, files := startSlurmFromAPI(ctx, ns, sc, 4)
 		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		cluster, err := slurmharness.Start(hctx, slurmharness.Config{
-			RootFS: root, SlurmFiles: files(), MungeKey: munge, JWTKey: jwt,
-			Controller: slurmharness.Host{Name: slurmconf.ControllerHost(sc, 0)},
-			Workers:    workers,
-			Logins:     []slurmharness.Host{{Name: "demo-login-0"}},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			if CurrentSpecReport().Failed() {
-				GinkgoWriter.Println(cluster.Logs("demo-controller-0"))
-			}
-			Expect(cluster.Stop()).To(Succeed())
-		})
-		client, err := slurmtest.StartRestd(hctx, cluster, "demo-controller-0", jwt)
-		Expect(err).NotTo(HaveOccurred(), cluster.Logs("demo-controller-0"))
-		Expect(slurmtest.StartReconfigureSidecar(cluster, "demo-controller-0")).To(Succeed())
-		slurmClients.Store(ns, client)
-		DeferCleanup(func() { slurmClients.Delete(ns) })
 
 		By("running a job on worker-3, then asking for 3 workers")
-		out, err := cluster.Exec(hctx, "demo-login-0", "sbatch", "-w", "worker-3", "--wrap", "sleep 12")
-		Expect(err).NotTo(HaveOccurred())
-		job := regexp.MustCompile(`\d+`).FindString(out)
-		Eventually(func() string {
-			s, _ := cluster.Exec(hctx, "demo-login-0", "squeue", "-h", "-j", job, "-o", "%T")
-			return strings.TrimSpace(s)
-		}).WithTimeout(timeout).Should(Equal("RUNNING"))
+		job := sbatchOn(hctx, cluster, "demo-login-0", "worker-3", 12)
 		updateSpec(ctx, ns, "demo", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 3 })
 
 		By("the operator drains worker-3 with its own reason and keeps the pod while the job runs")
@@ -114,7 +72,7 @@ var _ = Describe("scaling down against a real Slurm cluster", func() {
 		if err == nil && strings.TrimSpace(state) != "" {
 			Expect(strings.TrimSpace(state)).To(Equal("COMPLETED"))
 		}
-		out, err = cluster.Exec(hctx, "demo-login-0", "scontrol", "show", "job", job)
+		out, err := cluster.Exec(hctx, "demo-login-0", "scontrol", "show", "job", job)
 		if err == nil {
 			Expect(out).To(ContainSubstring("JobState=COMPLETED"))
 		}
@@ -130,6 +88,121 @@ var _ = Describe("scaling down against a real Slurm cluster", func() {
 			cur := &slurmv1alpha1.SlurmCluster{}
 			g.Expect(k8sClient.Get(ctx, key(ns, "demo"), cur)).To(Succeed())
 			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, "ScalingDown")).To(BeTrue())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+})
+
+// startSlurmFromAPI starts Slurm hosts (controller, workers, a login host) from the ConfigMap
+// and Secrets the operator wrote for sc, with slurmrestd and the reconfigure sidecar, and routes
+// the operator's Slurm client for the namespace to it. files re-reads the ConfigMap.
+func startSlurmFromAPI(ctx SpecContext, ns string, sc *slurmv1alpha1.SlurmCluster, workers int) (*slurmharness.Cluster, *slurm.Client, func() map[string][]byte) {
+	root := os.Getenv("SLURM_ROOTFS")
+	if root == "" {
+		Skip("SLURM_ROOTFS is not set: run 'make test'")
+	}
+	files := func() map[string][]byte {
+		cm := get(ctx, &corev1.ConfigMap{}, ns, sc.ConfigMapName())
+		out := map[string][]byte{}
+		for k, v := range cm.Data {
+			out[k] = []byte(v)
+		}
+		return out
+	}
+	Eventually(func() string { return slurmConf(ctx, ns, sc.Name) }).WithTimeout(timeout).Should(ContainSubstring(fmt.Sprintf("NodeName=worker-[0-%d]", workers-1)))
+	munge := get(ctx, &corev1.Secret{}, ns, sc.MungeKeySecretName()).Data["munge.key"]
+	jwt := get(ctx, &corev1.Secret{}, ns, sc.JWTKeySecretName()).Data["jwt_hs256.key"]
+	var hosts []slurmharness.Host
+	for i := 0; i < workers; i++ {
+		hosts = append(hosts, slurmharness.Host{Name: sc.PodName(slurmv1alpha1.ComponentWorker, int32(i)), SlurmName: slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, int32(i))})
+	}
+	hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ctl := slurmconf.ControllerHost(sc, 0)
+	cluster, err := slurmharness.Start(hctx, slurmharness.Config{
+		RootFS: root, SlurmFiles: files(), MungeKey: munge, JWTKey: jwt,
+		Controller: slurmharness.Host{Name: ctl},
+		Workers:    hosts,
+		Logins:     []slurmharness.Host{{Name: sc.Name + "-login-0"}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			GinkgoWriter.Println(cluster.Logs(ctl))
+		}
+		Expect(cluster.Stop()).To(Succeed())
+	})
+	client, err := slurmtest.StartRestd(hctx, cluster, ctl, jwt)
+	Expect(err).NotTo(HaveOccurred(), cluster.Logs(ctl))
+	Expect(slurmtest.StartReconfigureSidecar(cluster, ctl)).To(Succeed())
+	slurmClients.Store(ns, client)
+	DeferCleanup(func() { slurmClients.Delete(ns) })
+	return cluster, client, files
+}
+
+// sbatchOn submits a sleeping job pinned to a node and waits until it runs; it returns its ID.
+func sbatchOn(ctx context.Context, c *slurmharness.Cluster, login, node string, seconds int) string {
+	out, err := c.Exec(ctx, login, "sbatch", "-w", node, "--wrap", fmt.Sprintf("sleep %d", seconds))
+	Expect(err).NotTo(HaveOccurred())
+	job := regexp.MustCompile(`\d+`).FindString(out)
+	Eventually(func() string {
+		s, _ := c.Exec(ctx, login, "squeue", "-h", "-j", job, "-o", "%T")
+		return strings.TrimSpace(s)
+	}).WithTimeout(timeout).Should(Equal("RUNNING"))
+	return job
+}
+
+var _ = Describe("updating worker pods against a real Slurm cluster", func() {
+	It("replaces an outdated pod only once its node is drained, idle nodes first, and returns it to service", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
+		Expect(err).NotTo(HaveOccurred())
+		sc.Namespace, sc.Name = ns, "upd"
+		sc.Spec.SlurmNodes.Worker.Size = 2
+		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 2)
+		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+
+		job := sbatchOn(hctx, cluster, "upd-login-0", "worker-1", 10)
+		workerPod(ctx, ns, "upd", 0, "old", true)
+		workerPod(ctx, ns, "upd", 1, "old", true)
+		publishRevision(ctx, ns, "upd", 2, "old", "new")
+
+		By("the idle worker-0 goes first: drained for the update, its pod replaced")
+		Eventually(podGone(ctx, ns, "upd-worker-0")).WithTimeout(timeout).Should(BeTrue())
+		n0, err := client.Node(ctx, "worker-0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n0.Reason).To(Equal(slurm.ReasonPrefix + "update"))
+		Expect(podGone(ctx, ns, "upd-worker-1")()).To(BeFalse(), "worker-1 runs a job and must wait")
+
+		By("the new worker-0 pod is ready: worker-0 returns to service, worker-1 is drained next")
+		workerPod(ctx, ns, "upd", 0, "new", true)
+		Eventually(func(g Gomega) {
+			n, err := client.Node(ctx, "worker-0")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n.Has("DRAIN")).To(BeFalse())
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			n, err := client.Node(ctx, "worker-1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n.Reason).To(Equal(slurm.ReasonPrefix + "update"))
+		}).WithTimeout(timeout).Should(Succeed())
+		Consistently(podGone(ctx, ns, "upd-worker-1")).WithTimeout(3 * time.Second).Should(BeFalse())
+
+		By("its job ends: worker-1's pod is replaced, and the job completed")
+		Eventually(podGone(ctx, ns, "upd-worker-1")).WithTimeout(60 * time.Second).Should(BeTrue())
+		out, err := cluster.Exec(hctx, "upd-login-0", "scontrol", "show", "job", job)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("JobState=COMPLETED"))
+		workerPod(ctx, ns, "upd", 1, "new", true)
+		publishRevision(ctx, ns, "upd", 2, "new", "new")
+		Eventually(func(g Gomega) {
+			cur := &slurmv1alpha1.SlurmCluster{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "upd"), cur)).To(Succeed())
+			g.Expect(meta.IsStatusConditionFalse(cur.Status.Conditions, "WorkersUpdating")).To(BeTrue())
+			n, err := client.Node(ctx, "worker-1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n.Has("DRAIN")).To(BeFalse())
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 })

@@ -43,6 +43,7 @@ type SlurmClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=k8s.mariadb.com,resources=mariadbs;databases;users;grants,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
@@ -98,10 +99,13 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.observeChildren(ctx, desired, facts); err != nil {
 		return ctrl.Result{}, fmt.Errorf("observe children: %w", err)
 	}
+	if err := r.rollWorkers(ctx, desired, keys.JWT, &sc.Status, facts); err != nil {
+		return ctrl.Result{}, fmt.Errorf("update workers: %w", err)
+	}
 	if err := r.updateStatus(ctx, sc, desired, facts); err != nil {
 		return ctrl.Result{}, err
 	}
-	if facts.scaling.active {
+	if facts.scaling.active || facts.rollout.active {
 		// Jobs end and nodes drain without any Kubernetes event: look again soon.
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}

@@ -22,6 +22,7 @@ type observed struct {
 	renderErr error
 	gpu       gpu.Result
 	scaling   scaling
+	rollout   rollout
 	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
 	slurmNodes   []slurm.Node
 	slurmReached bool

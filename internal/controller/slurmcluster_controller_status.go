@@ -29,6 +29,7 @@ const (
 	ConditionDegraded            = "Degraded"
 	ConditionGPUShape            = "GPUShape"
 	ConditionScalingDown         = "ScalingDown"
+	ConditionWorkersUpdating     = "WorkersUpdating"
 )
 
 func findCondition(st *slurmv1alpha1.SlurmClusterStatus, t string) *metav1.Condition {
@@ -128,6 +129,11 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		set(ConditionScalingDown, true, o.scaling.reason, o.scaling.message)
 	} else if meta.FindStatusCondition(st.Conditions, ConditionScalingDown) != nil {
 		set(ConditionScalingDown, false, "Done", "no scale-down in progress")
+	}
+	if o.rollout.active {
+		set(ConditionWorkersUpdating, true, o.rollout.reason, o.rollout.message)
+	} else if meta.FindStatusCondition(st.Conditions, ConditionWorkersUpdating) != nil {
+		set(ConditionWorkersUpdating, false, "AllUpToDate", "every worker pod runs the current template")
 	}
 	if o.slurmReached {
 		c := slurm.Count(o.slurmNodes)

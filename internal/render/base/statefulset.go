@@ -20,6 +20,9 @@ type StatefulSetParams struct {
 	ClaimNames []string
 	// PodAnnotations go on the pod template (for example the restart hash).
 	PodAnnotations map[string]string
+	// OnDelete leaves pods on their old template until they are deleted: the operator replaces
+	// worker pods itself, one drained node at a time, so an update never kills a job.
+	OnDelete bool
 }
 
 // StatefulSet builds a component's StatefulSet. Pods start in parallel, and claims are kept
@@ -33,6 +36,10 @@ func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.St
 			Spec:       *spec.DeepCopy(),
 		})
 	}
+	strategy := appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
+	if p.OnDelete {
+		strategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	}
 	return &appsv1.StatefulSet{
 		TypeMeta:   TypeMeta("apps/v1", "StatefulSet"),
 		ObjectMeta: ObjectMeta(sc, sc.ComponentName(p.Component), p.Component),
@@ -41,6 +48,7 @@ func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.St
 			ServiceName:          sc.HeadlessServiceName(p.Component),
 			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(sc, p.Component)},
 			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			UpdateStrategy:       strategy,
 			VolumeClaimTemplates: claims,
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,

@@ -1,0 +1,76 @@
+package controller_test
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+// The API server used here runs no StatefulSet controller and no kubelet, so these helpers play
+// them: they create worker pods of a given template revision and publish the StatefulSet's
+// update revision.
+
+func workerPod(ctx SpecContext, ns, cluster string, i int, revision string, ready bool) {
+	sc := &slurmv1alpha1.SlurmCluster{}
+	sc.Name, sc.Namespace = cluster, ns
+	labels := base.Labels(sc, slurmv1alpha1.ComponentWorker)
+	labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	labels[base.LabelPodIndex] = strconv.Itoa(i)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-worker-%d", cluster, i), Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
+	}
+	Expect(k8sClient.Create(ctx, p)).To(Succeed())
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+}
+
+func publishRevision(ctx SpecContext, ns, cluster string, replicas int32, current, update string) {
+	Eventually(func() error {
+		s := &appsv1.StatefulSet{}
+		if err := k8sClient.Get(ctx, key(ns, cluster+"-worker"), s); err != nil {
+			return err
+		}
+		s.Status.Replicas, s.Status.ObservedGeneration = replicas, s.Generation
+		s.Status.CurrentRevision, s.Status.UpdateRevision = current, update
+		return k8sClient.Status().Update(ctx, s)
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+func podGone(ctx SpecContext, ns, name string) func() bool {
+	return func() bool { return apierrors.IsNotFound(k8sClient.Get(ctx, key(ns, name), &corev1.Pod{})) }
+}
+
+var _ = Describe("updating worker pods", func() {
+	It("uses OnDelete and replaces no outdated pod while Slurm cannot be asked", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		applySample(ctx, ns, "roll")
+		w := get(ctx, &appsv1.StatefulSet{}, ns, "roll-worker")
+		Expect(w.Spec.UpdateStrategy.Type).To(Equal(appsv1.OnDeleteStatefulSetStrategyType))
+		workerPod(ctx, ns, "roll", 0, "old", true)
+		publishRevision(ctx, ns, "roll", 8, "old", "new")
+		Eventually(func(g Gomega) {
+			sc := &slurmv1alpha1.SlurmCluster{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "roll"), sc)).To(Succeed())
+			c := meta.FindStatusCondition(sc.Status.Conditions, "WorkersUpdating")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal("SlurmUnreachable"))
+		}).WithTimeout(timeout).Should(Succeed())
+		Consistently(podGone(ctx, ns, "roll-worker-0")).WithTimeout(3 * time.Second).Should(BeFalse())
+	})
+})

@@ -1,0 +1,190 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+)
+
+// updateReason is the drain reason (after slurm.ReasonPrefix) of nodes whose pod is replaced.
+const updateReason = "update"
+
+// rollout is what the worker update phase found.
+type rollout struct {
+	active          bool
+	reason, message string
+}
+
+// rollWorkers replaces worker pods that run an old pod template. The worker StatefulSet uses
+// the OnDelete strategy, so Kubernetes never replaces a worker by itself; here each outdated
+// worker's node is drained in Slurm (reason "slurm-operator: update"), and its pod is deleted
+// only once the node is drained and idle, or down. At most a tenth of the workers (at least
+// one) are replaced at a time, idle ones first. When a replaced pod is ready again, the
+// operator's update drain is lifted; an admin's drain stays. When Slurm cannot be asked,
+// nothing is deleted.
+func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) error {
+	sts := o.worker
+	if sts == nil || sts.Status.UpdateRevision == "" {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker))); err != nil {
+		return fmt.Errorf("list worker pods: %w", err)
+	}
+	var outdated, current []corev1.Pod
+	inFlight := 0
+	for _, p := range pods.Items {
+		switch {
+		case !p.DeletionTimestamp.IsZero():
+			inFlight++
+		case p.Labels[appsv1.ControllerRevisionHashLabelKey] != sts.Status.UpdateRevision:
+			outdated = append(outdated, p)
+		default:
+			current = append(current, p)
+		}
+	}
+	wasActive := findCondition(prev, ConditionWorkersUpdating) != nil && findCondition(prev, ConditionWorkersUpdating).Status == "True"
+	if len(outdated) == 0 && !wasActive {
+		return nil
+	}
+	api := r.slurmClient(sc, jwtKey)
+	nodes, err := api.Nodes(ctx)
+	if err != nil {
+		o.rollout = rollout{active: true, reason: "SlurmUnreachable",
+			message: fmt.Sprintf("%d worker pods run an old template; none is replaced (and no update drain lifted) until Slurm can be asked: %v", len(outdated), err)}
+		return nil
+	}
+	o.slurmNodes, o.slurmReached = nodes, true
+	byName := map[string]slurm.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	// Lift the update drain of nodes whose new pod is ready; the others are on their way (their
+	// pod is being deleted, recreated or started) and keep the rollout open.
+	currentByNode := map[string]corev1.Pod{}
+	for _, p := range current {
+		currentByNode[slurmName(p)] = p
+	}
+	var starting []string
+	for _, n := range nodes {
+		if !n.OwnedDrain() || n.Reason != slurm.ReasonPrefix+updateReason {
+			continue
+		}
+		p, ok := currentByNode[n.Name]
+		if !ok || !podReady(p) {
+			if ordinalOf(n.Name) < int(sc.Spec.SlurmNodes.Worker.Size) {
+				starting = append(starting, n.Name)
+			}
+			continue
+		}
+		if _, err := api.ResumeIfOwned(ctx, n.Name); err != nil {
+			return fmt.Errorf("resume %s after its update: %w", n.Name, err)
+		}
+	}
+	if len(outdated) == 0 {
+		if len(starting) > 0 {
+			o.rollout = rollout{active: true, reason: "ResumingNodes",
+				message: "waiting for the replaced pods of " + strings.Join(starting, ", ") + " to be ready before returning them to service"}
+		}
+		return nil
+	}
+
+	maxInFlight := int(sc.Spec.SlurmNodes.Worker.Size) / 10
+	if maxInFlight < 1 {
+		maxInFlight = 1
+	}
+	// Idle nodes first, then the highest ordinal.
+	sort.SliceStable(outdated, func(i, j int) bool {
+		bi, bj := byName[slurmName(outdated[i])].Busy(), byName[slurmName(outdated[j])].Busy()
+		if bi != bj {
+			return !bi
+		}
+		return ordinal(outdated[i]) > ordinal(outdated[j])
+	})
+	var waiting []string
+	for _, p := range outdated {
+		name := slurmName(p)
+		n, known := byName[name]
+		if known && n.Has("DRAIN") && !n.Drained() && !(n.Down() && !n.Busy()) {
+			waiting = append(waiting, name)
+			if n.Reason == slurm.ReasonPrefix+updateReason {
+				inFlight++
+			}
+		}
+	}
+	for _, p := range outdated {
+		name := slurmName(p)
+		n, known := byName[name]
+		switch {
+		case !known || n.Drained() || (n.Down() && !n.Busy()):
+			if inFlight >= maxInFlight {
+				continue
+			}
+			log.FromContext(ctx).Info("replacing an outdated worker pod whose node is drained", "pod", p.Name, "node", name)
+			if err := r.Delete(ctx, &p); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete outdated pod %s: %w", p.Name, err)
+			}
+			inFlight++
+		case !n.Has("DRAIN"):
+			if inFlight >= maxInFlight {
+				continue
+			}
+			if err := api.Drain(ctx, name, updateReason); err != nil {
+				return fmt.Errorf("drain %s for its update: %w", name, err)
+			}
+			waiting = append(waiting, name)
+			inFlight++
+		}
+	}
+	msg := fmt.Sprintf("%d of %d worker pods run an old template; replacing at most %d at a time, each once its node is drained", len(outdated), len(pods.Items), maxInFlight)
+	if len(waiting) > 0 {
+		msg += "; waiting for the jobs on " + strings.Join(waiting, ", ")
+	}
+	o.rollout = rollout{active: true, reason: "ReplacingPods", message: msg}
+	return nil
+}
+
+// slurmName is the Slurm node name of a worker pod (worker-N).
+func slurmName(p corev1.Pod) string {
+	return slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, int32(ordinal(p)))
+}
+
+// ordinal is the StatefulSet ordinal of a pod, from its pod-index label or its name.
+func ordinal(p corev1.Pod) int {
+	if v, ok := p.Labels[base.LabelPodIndex]; ok {
+		if i, err := strconv.Atoi(v); err == nil {
+			return i
+		}
+	}
+	i, _ := strconv.Atoi(p.Name[strings.LastIndex(p.Name, "-")+1:])
+	return i
+}
+
+// ordinalOf is N of a Slurm node name worker-N (-1 when it is not one).
+func ordinalOf(name string) int {
+	i, err := strconv.Atoi(strings.TrimPrefix(name, string(slurmv1alpha1.ComponentWorker)+"-"))
+	if err != nil {
+		return -1
+	}
+	return i
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
