@@ -96,14 +96,7 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 		By("relabelling one node differently: the majority is kept and the odd node is named")
 		gpuNode(ctx, "h200-c", "NVIDIA-H200", 4)
 		relabel(ctx, "h100-a", map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"})
-		Eventually(func(g Gomega) {
-			sc := &slurmv1alpha1.SlurmCluster{}
-			g.Expect(k8sClient.Get(ctx, key(ns, "gpus"), sc)).To(Succeed())
-			c := meta.FindStatusCondition(sc.Status.Conditions, "GPUShape")
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal("NodesDisagree"))
-			g.Expect(c.Message).To(ContainSubstring("h100-a"))
-		}).WithTimeout(timeout).Should(Succeed())
+		eventuallyCondition(ctx, ns, "gpus", "GPUShape", "NodesDisagree", "h100-a")
 		w = get(ctx, &appsv1.StatefulSet{}, ns, "gpus-worker")
 		terms := w.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 		Expect(terms[0].MatchExpressions).To(ContainElement(corev1.NodeSelectorRequirement{

@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -64,13 +63,7 @@ var _ = Describe("updating worker pods", func() {
 		Expect(w.Spec.UpdateStrategy.Type).To(Equal(appsv1.OnDeleteStatefulSetStrategyType))
 		workerPod(ctx, ns, "roll", 0, "old", true)
 		publishRevision(ctx, ns, "roll", 8, "old", "new")
-		Eventually(func(g Gomega) {
-			sc := &slurmv1alpha1.SlurmCluster{}
-			g.Expect(k8sClient.Get(ctx, key(ns, "roll"), sc)).To(Succeed())
-			c := meta.FindStatusCondition(sc.Status.Conditions, "WorkersUpdating")
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal("SlurmUnreachable"))
-		}).WithTimeout(timeout).Should(Succeed())
+		eventuallyCondition(ctx, ns, "roll", "WorkersUpdating", "SlurmUnreachable", "")
 		Consistently(podGone(ctx, ns, "roll-worker-0")).WithTimeout(3 * time.Second).Should(BeFalse())
 	})
 })

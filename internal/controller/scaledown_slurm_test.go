@@ -50,14 +50,7 @@ var _ = Describe("scaling down against a real Slurm cluster", func() {
 			g.Expect(n.Has("DRAIN")).To(BeTrue())
 			g.Expect(n.Reason).To(Equal(slurm.ReasonPrefix + "scale-down"))
 		}).WithTimeout(timeout).Should(Succeed())
-		Eventually(func(g Gomega) {
-			cur := &slurmv1alpha1.SlurmCluster{}
-			g.Expect(k8sClient.Get(ctx, key(ns, "demo"), cur)).To(Succeed())
-			c := meta.FindStatusCondition(cur.Status.Conditions, "ScalingDown")
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal("WaitingForJobs"))
-			g.Expect(c.Message).To(ContainSubstring("worker-3"))
-		}).WithTimeout(timeout).Should(Succeed())
+		eventuallyCondition(ctx, ns, "demo", "ScalingDown", "WaitingForJobs", "worker-3")
 		Consistently(func() int32 {
 			return *get(ctx, &appsv1.StatefulSet{}, ns, "demo-worker").Spec.Replicas
 		}).WithTimeout(4 * time.Second).Should(Equal(int32(4)))

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -156,3 +157,17 @@ func newNamespace(ctx context.Context) string {
 }
 
 const timeout = 20 * time.Second
+
+// eventuallyCondition waits until the SlurmCluster's condition has the reason, and a message
+// containing msg.
+func eventuallyCondition(ctx SpecContext, ns, name, condition, reason, msg string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		sc := &slurmv1alpha1.SlurmCluster{}
+		g.Expect(k8sClient.Get(ctx, key(ns, name), sc)).To(Succeed())
+		c := meta.FindStatusCondition(sc.Status.Conditions, condition)
+		g.Expect(c).NotTo(BeNil(), condition)
+		g.Expect(c.Reason).To(Equal(reason), condition)
+		g.Expect(c.Message).To(ContainSubstring(msg), condition)
+	}).WithTimeout(timeout).Should(Succeed())
+}
