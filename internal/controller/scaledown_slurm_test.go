@@ -126,7 +126,7 @@ func startSlurmFromAPI(ctx SpecContext, ns string, sc *slurmv1alpha1.SlurmCluste
 	})
 	client, err := slurmtest.StartRestd(hctx, cluster, ctl, jwt)
 	Expect(err).NotTo(HaveOccurred(), cluster.Logs(ctl))
-	Expect(slurmtest.StartReconfigureSidecar(cluster, ctl)).To(Succeed())
+	Expect(slurmtest.StartReconfigureSidecar(hctx, cluster, ctl)).To(Succeed())
 	slurmClients.Store(ns, client)
 	DeferCleanup(func() { slurmClients.Delete(ns) })
 	return cluster, client, files

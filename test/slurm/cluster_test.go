@@ -237,7 +237,7 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		t.Fatalf("%v\n%s", err, c.Logs(ctlHost))
 	}
 	// The controller pod's reconfigure sidecar, as rendered: it reconfigures when the files change.
-	if err := slurmtest.StartReconfigureSidecar(c, ctlHost); err != nil {
+	if err := slurmtest.StartReconfigureSidecar(ctx, c, ctlHost); err != nil {
 		t.Fatal(err)
 	}
 

@@ -334,6 +334,9 @@ func (c *Cluster) UpdateSlurmFiles(files map[string][]byte) error {
 func (c *Cluster) writeSlurmFiles(files map[string][]byte) error {
 	for name, data := range files {
 		mode, uid, gid := os.FileMode(0o644), 0, 0
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755 // a program, such as the health check (HealthCheckProgram)
+		}
 		if name == "slurmdbd.conf" {
 			mode, uid, gid = 0o600, c.slurmUID, c.slurmGID
 		}

@@ -100,8 +100,10 @@ func MungeSidecar(sc *slurmv1alpha1.SlurmCluster, socketDir string) corev1.Conta
 // CommonVolumes are the volumes every Slurm pod has: the config, the munge key and socket.
 func CommonVolumes(sc *slurmv1alpha1.SlurmCluster) []corev1.Volume {
 	return []corev1.Volume{
+		// 0755: the health check script in it is slurmd's HealthCheckProgram.
 		{Name: VolumeSlurmConfig, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: sc.ConfigMapName()},
+			DefaultMode:          ptr.To[int32](0o755),
 		}}},
 		{Name: VolumeMungeKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: sc.MungeKeySecretName(), DefaultMode: ptr.To[int32](0o400),

@@ -46,6 +46,7 @@ while true; do
   cur=$(cat /etc/slurm/*.conf 2>/dev/null | md5sum)
   if [ -z "$last" ]; then
     last=$cur
+    echo "watching /etc/slurm for changes"
   elif [ "$cur" != "$last" ]; then
     if scontrol reconfigure; then
       echo "slurm config changed: reconfigured"

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/render/controller"
@@ -42,7 +43,13 @@ func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, key [
 	return cl, err
 }
 
-// StartReconfigureSidecar runs the controller pod's reconfigure script on host.
-func StartReconfigureSidecar(c *slurmharness.Cluster, host string) error {
-	return c.StartDaemon(host, "reconfigure", "/bin/sh", "-c", controller.ReconfigureScript)
+// StartReconfigureSidecar runs the controller pod's reconfigure script on host, and returns
+// once it has taken its first look at the files (changes from then on are noticed).
+func StartReconfigureSidecar(ctx context.Context, c *slurmharness.Cluster, host string) error {
+	if err := c.StartDaemon(host, "reconfigure", "/bin/sh", "-c", controller.ReconfigureScript); err != nil {
+		return err
+	}
+	return c.WaitFor(ctx, "the reconfigure sidecar watches", func() (bool, error) {
+		return strings.Contains(c.Logs(host), "watching /etc/slurm for changes"), nil
+	})
 }

@@ -1,0 +1,48 @@
+package slurmconf
+
+import (
+	_ "embed"
+	"strconv"
+	"strings"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+//go:embed node-health.sh
+var nodeHealthTemplate string
+
+// NodeHealthScript is the file name of the health check in the Slurm config folder.
+const NodeHealthScript = "slurm-node-health.sh"
+
+// JailMarker is where the populate Job's marker appears inside the jail.
+const JailMarker = "/.slurm-operator-populated"
+
+// nodeHealth renders the health check for spec.periodicChecks: the checks to run (all that fit
+// when none are listed), the action, and what a healthy node looks like.
+func nodeHealth(in base.Input) string {
+	pc := in.Cluster.Spec.PeriodicChecks
+	checks := pc.Checks
+	if len(checks) == 0 {
+		checks = []slurmv1alpha1.HealthCheck{slurmv1alpha1.HealthCheckGPUCount, slurmv1alpha1.HealthCheckNvidiaSMI, slurmv1alpha1.HealthCheckJailMounted}
+	}
+	names := make([]string, 0, len(checks))
+	for _, c := range checks {
+		names = append(names, string(c))
+	}
+	// MIG devices are not whole GPUs: the count check compares whole GPUs only.
+	gpus := in.GPU.Count
+	if len(in.GPU.MIG) > 0 {
+		gpus = 0
+	}
+	marker := ""
+	if pj := in.Cluster.Spec.PopulateJail; pj != nil && pj.Image != "" {
+		marker = JailMarker
+	}
+	return strings.NewReplacer(
+		"@CHECKS@", strings.Join(names, " "),
+		"@ACTION@", string(pc.Action),
+		"@GPUS@", strconv.Itoa(int(gpus)),
+		"@JAIL_MARKER@", marker,
+	).Replace(nodeHealthTemplate)
+}
