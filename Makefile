@@ -31,12 +31,15 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=slurm-operator-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
+	cp config/crd/bases/slurm.hpc.dev_slurmclusters.yaml charts/slurm-operator/crds/
+	sed -n '/^rules:/,$$p' config/rbac/role.yaml > charts/slurm-operator/files/rules.yaml
+	go run ./hack/chartschema config/crd/bases/slurm.hpc.dev_slurmclusters.yaml charts/helm-slurm-cluster/values.schema.json
 
 .PHONY: check-generated
 check-generated: generate manifests ## Fail when generated files differ from what is committed.
-	@if ! git diff --quiet -- api config; then \
+	@if ! git diff --quiet -- api config charts || [ -n "$$(git status --porcelain -- api config charts)" ]; then \
 	  echo "generated files are stale; run 'make generate manifests' and commit:"; \
-	  git --no-pager diff --stat -- api config; exit 1; fi
+	  git --no-pager diff --stat -- api config charts; git status --porcelain -- api config charts; exit 1; fi
 
 ##@ Test
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes test binaries (kube-apiserver, etcd, kubectl) from the Go module
+# Builds the real Kubernetes test binaries (kube-apiserver, etcd, kubectl, helm) from the Go module
 # proxy at pinned versions, into a cache outside the clone, and prints the folder.
 # Work is skipped when the binaries exist. Usage: hack/test-assets.sh [--print-dir]
 set -euo pipefail
@@ -7,6 +7,7 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
 K8S_STAGING_VERSION=${K8S_STAGING_VERSION:-v0.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
 CACHE=${SLURM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-operator}
 OUT="$CACHE/k8s/$K8S_VERSION-etcd-$ETCD_VERSION"
 
@@ -59,7 +60,19 @@ build_etcd() {
   mv "$OUT/etcd.tmp" "$OUT/etcd"
 }
 
+build_helm() {
+  [ -x "$OUT/helm" ] && return 0
+  log "building helm $HELM_VERSION (about 2 minutes cold)"
+  local src="$OUT/src/helm"
+  rm -rf "$src"; mkdir -p "$src"; cd "$src"
+  go mod init slurm-operator-test-assets/helm >/dev/null 2>&1
+  go get "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >/dev/null 2>&1
+  CGO_ENABLED=0 go build -ldflags "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" -o "$OUT/helm.tmp" helm.sh/helm/v3/cmd/helm
+  mv "$OUT/helm.tmp" "$OUT/helm"
+}
+
 build_etcd
 build_k8s kube-apiserver
 build_k8s kubectl
+build_helm
 echo "$OUT"

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
+)
+
+// TestChartsInstallOnARealAPIServer lints both charts with the real helm and applies what they
+// render, the way the seed document installs a cluster (helm install fpt-hpc ./ -n fpt-hpc).
+func TestChartsInstallOnARealAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs helm and a real API server; run without -short")
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with 'make test'")
+	}
+	helm := filepath.Join(assets, "helm")
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	operatorChart := filepath.Join(root, "charts", "slurm-operator")
+	clusterChart := filepath.Join(root, "charts", "helm-slurm-cluster")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := func(name string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	t.Run("helm lint passes on both charts", func(t *testing.T) {
+		if out, err := run(helm, "lint", "--strict", operatorChart, clusterChart); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+
+	t.Run("values that break the CRD's schema are refused by helm, naming the field", func(t *testing.T) {
+		out, err := run(helm, "template", "fpt-hpc", clusterChart, "-n", "fpt-hpc", "--set", "slurmNodes.worker.size=-1")
+		if err == nil || !strings.Contains(out, "/slurmNodes/worker/size") {
+			t.Fatalf("want a schema error on slurmNodes.worker.size, got %v:\n%s", err, out)
+		}
+	})
+
+	env, c, kubeconfig, err := kube.StartEnv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	kubectl, err := kube.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(manifest string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", "-")
+		cmd.Stdin = strings.NewReader(manifest)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, out)
+		}
+	}
+	for _, ns := range []string{"slurm-system", "fpt-hpc"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("the operator chart installs the CRD, RBAC and the manager", func(t *testing.T) {
+		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--include-crds")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		apply(out)
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "slurm-system", Name: "slurm-operator"}, d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Spec.Template.Spec.ServiceAccountName != "slurm-operator" {
+			t.Fatalf("manager runs as %q", d.Spec.Template.Spec.ServiceAccountName)
+		}
+	})
+
+	t.Run("the cluster chart, with the seed's values changed by --set, makes a valid SlurmCluster", func(t *testing.T) {
+		// The CRD from the operator chart must be served before the cluster chart applies.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if err := c.List(ctx, &slurmv1alpha1.SlurmClusterList{}); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("CRD not served: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		out, err := run(helm, "template", "fpt-hpc", clusterChart, "-n", "fpt-hpc",
+			"--set", "slurmNodes.worker.size=16",
+			"--set", "slurmNodes.login.sshRootPublicKeys[0]=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVzZXJrZXl1c2Vya2V5dXNlcmtleXVzZXJrZXk= carol")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		apply(out)
+		sc := &slurmv1alpha1.SlurmCluster{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "fpt-hpc", Name: "fpt-hpc"}, sc); err != nil {
+			t.Fatal(err)
+		}
+		if sc.Spec.SlurmNodes.Worker.Size != 16 || len(sc.Spec.SlurmNodes.Login.SSHRootPublicKeys) != 1 {
+			t.Fatalf("values not applied: size %d, keys %v", sc.Spec.SlurmNodes.Worker.Size, sc.Spec.SlurmNodes.Login.SSHRootPublicKeys)
+		}
+	})
+}
