@@ -89,6 +89,14 @@ type Worker struct {
 	// +optional
 	GPU *int32 `json:"gpu,omitempty"`
 
+	// ScaleDownGracePeriodSeconds bounds how long a scale-down waits for the jobs on the
+	// leaving workers. When it has passed, the workers are removed and their jobs are killed.
+	// Unset (the default): wait for the jobs however long they run.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2592000
+	// +optional
+	ScaleDownGracePeriodSeconds *int32 `json:"scaleDownGracePeriodSeconds,omitempty"`
+
 	// GresAutoDetect is gres.conf's AutoDetect: off (the default) lists the device files
 	// /dev/nvidia0…N; nvml lets slurmd find GPUs (and MIG devices) itself, which needs the NVIDIA
 	// driver libraries in the jail.

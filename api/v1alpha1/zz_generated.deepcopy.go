@@ -662,6 +662,11 @@ func (in *Worker) DeepCopyInto(out *Worker) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.ScaleDownGracePeriodSeconds != nil {
+		in, out := &in.ScaleDownGracePeriodSeconds, &out.ScaleDownGracePeriodSeconds
+		*out = new(int32)
+		**out = **in
+	}
 	in.Resources.DeepCopyInto(&out.Resources)
 	in.Volumes.DeepCopyInto(&out.Volumes)
 }

@@ -199,3 +199,29 @@ var _ = Describe("updating worker pods against a real Slurm cluster", func() {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 })
+
+var _ = Describe("a scale-down with a grace period against a real Slurm cluster", func() {
+	It("removes a worker whose job outlives spec.slurmNodes.worker.scaleDownGracePeriodSeconds", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
+		Expect(err).NotTo(HaveOccurred())
+		sc.Namespace, sc.Name = ns, "grace"
+		sc.Spec.SlurmNodes.Worker.Size = 2
+		grace := int32(5)
+		sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds = &grace
+		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 2)
+		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+
+		sbatchOn(hctx, cluster, "grace-login-0", "worker-1", 300)
+		updateSpec(ctx, ns, "grace", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 1 })
+		eventuallyCondition(ctx, ns, "grace", "ScalingDown", "WaitingForJobs", "worker-1")
+		Eventually(func() int32 {
+			return *get(ctx, &appsv1.StatefulSet{}, ns, "grace-worker").Spec.Replicas
+		}).WithTimeout(60 * time.Second).Should(Equal(int32(1)))
+		n, err := client.Node(ctx, "worker-1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n.Has("DRAIN")).To(BeTrue(), "the leaving node must stay drained until it is gone")
+	})
+})

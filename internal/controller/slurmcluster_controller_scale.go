@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,6 +105,12 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alp
 		}
 	}
 	if len(waiting) > 0 {
+		if expired, since := graceExpired(sc, prev, now()); expired {
+			log.FromContext(ctx).Info("scale-down grace period over: removing workers that still run jobs", "nodes", waiting, "waited", since)
+			r.event(sc, "Warning", "ScaleDownGraceExpired", fmt.Sprintf("spec.slurmNodes.worker.scaleDownGracePeriodSeconds passed after %s: removing %s with their jobs", since.Round(time.Second), strings.Join(waiting, ", ")))
+			return scaling{replicas: want, active: true, reason: "GracePeriodExpired",
+				message: fmt.Sprintf("scaling %d → %d: the grace period passed; removing %s with their jobs", current, want, strings.Join(waiting, ", "))}, nil
+		}
 		closed.reason = "WaitingForJobs"
 		closed.message = fmt.Sprintf("scaling %d → %d: waiting for the jobs on %s to end (drained, no new jobs start there)", current, want, strings.Join(waiting, ", "))
 		return closed, nil
@@ -127,10 +134,38 @@ func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, s
 	}
 	o.slurmNodes, o.slurmReached = nodes, true
 	for _, n := range nodes {
+		// Nodes at or above the size are leaving (or gone): their drain stays.
+		if i := ordinalOf(n.Name); i < 0 || i >= int(sc.Spec.SlurmNodes.Worker.Size) {
+			continue
+		}
 		if n.OwnedDrain() && n.Reason == slurm.ReasonPrefix+scaleDownReason {
 			if _, err := client.ResumeIfOwned(ctx, n.Name); err != nil {
 				log.FromContext(ctx).Error(err, "resume a node whose scale-down was cancelled", "node", n.Name)
 			}
 		}
+	}
+}
+
+// now is the clock of the scale-down grace period (a variable so tests of pure logic could fix
+// it; the controller tests use the real one).
+var now = time.Now
+
+// graceExpired reports whether the scale-down has waited longer than
+// spec.slurmNodes.worker.scaleDownGracePeriodSeconds. The wait started when ScalingDown turned
+// True (its last transition), so no extra state is kept.
+func graceExpired(sc *slurmv1alpha1.SlurmCluster, prev *slurmv1alpha1.SlurmClusterStatus, t time.Time) (bool, time.Duration) {
+	grace := sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds
+	c := findCondition(prev, ConditionScalingDown)
+	if grace == nil || c == nil || c.Status != "True" {
+		return false, 0
+	}
+	since := t.Sub(c.LastTransitionTime.Time)
+	return since >= time.Duration(*grace)*time.Second, since
+}
+
+// event records an event on the SlurmCluster, when the reconciler has a recorder.
+func (r *SlurmClusterReconciler) event(sc *slurmv1alpha1.SlurmCluster, eventType, reason, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(sc, nil, eventType, reason, "Reconcile", "%s", note)
 	}
 }
