@@ -35,6 +35,7 @@ func workerPod(ctx SpecContext, ns, cluster string, i int, revision string, read
 	if ready {
 		status = corev1.ConditionTrue
 	}
+	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
 	Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 }

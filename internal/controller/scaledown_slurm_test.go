@@ -12,7 +12,11 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
@@ -223,5 +227,50 @@ var _ = Describe("a scale-down with a grace period against a real Slurm cluster"
 		n, err := client.Node(ctx, "worker-1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(n.Has("DRAIN")).To(BeTrue(), "the leaving node must stay drained until it is gone")
+	})
+})
+
+var _ = Describe("busy workers against a real Slurm cluster", func() {
+	It("labels the pods of workers that run jobs, and the API server refuses to evict them", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
+		Expect(err).NotTo(HaveOccurred())
+		sc.Namespace, sc.Name = ns, "busy"
+		sc.Spec.SlurmNodes.Worker.Size = 2
+		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		cluster, _, _ := startSlurmFromAPI(ctx, ns, sc, 2)
+		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		workerPod(ctx, ns, "busy", 0, "rev", true)
+		workerPod(ctx, ns, "busy", 1, "rev", true)
+		publishRevision(ctx, ns, "busy", 2, "rev", "rev")
+		pdb := get(ctx, &policyv1.PodDisruptionBudget{}, ns, "busy-worker-busy")
+		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(0))
+
+		By("running a job on worker-1")
+		job := sbatchOn(hctx, cluster, "busy-login-0", "worker-1", 120)
+		DeferCleanup(func() { _, _ = cluster.Exec(context.Background(), "busy-login-0", "scancel", job) })
+		label := func(name string) func() string {
+			return func() string { return get(ctx, &corev1.Pod{}, ns, name).Labels["slurm.hpc.dev/busy"] }
+		}
+		By("waiting for the busy labels")
+		Eventually(label("busy-worker-1")).WithTimeout(timeout).Should(Equal("true"))
+		Eventually(label("busy-worker-0")).WithTimeout(timeout).Should(Equal("false"))
+
+		clientset, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		// No retries: client-go would retry a refused eviction (429) for up to ten times its
+		// Retry-After, which is what kubectl drain does; one answer is what this test needs.
+		evict := func(name string) error {
+			return clientset.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(name).
+				SubResource("eviction").MaxRetries(0).
+				Body(&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}).
+				Do(ctx).Error()
+		}
+		By("evicting")
+		err = evict("busy-worker-1")
+		Expect(err).To(HaveOccurred(), "a worker running a job was evicted")
+		Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), err.Error())
+		Expect(evict("busy-worker-0")).To(Succeed(), "an idle worker must stay evictable")
 	})
 })

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -34,6 +35,9 @@ type SlurmClusterReconciler struct {
 	// SlurmClient makes the client that asks slurmctld (through slurmrestd) before workers are
 	// removed. Nil: slurmrestd in the controller pod, through the cluster's DNS.
 	SlurmClient SlurmClientFunc
+	// SlurmPollInterval is how often a cluster whose slurmctld answers is looked at again, to
+	// follow jobs starting and ending (busy labels, node counts). Zero means 30 seconds.
+	SlurmPollInterval time.Duration
 }
 
 // +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters,verbs=get;list;watch
@@ -43,7 +47,8 @@ type SlurmClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=k8s.mariadb.com,resources=mariadbs;databases;users;grants,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
@@ -102,12 +107,23 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.rollWorkers(ctx, desired, keys.JWT, &sc.Status, facts); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update workers: %w", err)
 	}
+	if err := r.labelBusyWorkers(ctx, desired, keys.JWT, facts); err != nil {
+		return ctrl.Result{}, fmt.Errorf("label busy workers: %w", err)
+	}
 	if err := r.updateStatus(ctx, sc, desired, facts); err != nil {
 		return ctrl.Result{}, err
 	}
 	if facts.scaling.active || facts.rollout.active {
 		// Jobs end and nodes drain without any Kubernetes event: look again soon.
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	if facts.slurmReached {
+		// Jobs start and end without a Kubernetes event: refresh busy labels and counts.
+		poll := r.SlurmPollInterval
+		if poll == 0 {
+			poll = 30 * time.Second
+		}
+		return ctrl.Result{RequeueAfter: poll}, nil
 	}
 	if !facts.settled() {
 		// Pods, load balancers and Jobs change without touching our objects' specs; look again.
@@ -126,6 +142,7 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
 		Owns(&batchv1.Job{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.clustersForNode), builder.WithPredicates(gpuShapeChanged())).
 		Named("slurmcluster").
 		Complete(r)

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +30,7 @@ func (r *SlurmClusterReconciler) prune(ctx context.Context, sc *slurmv1alpha1.Sl
 			desired[fmt.Sprintf("%T/%s", o, o.GetName())] = true
 		}
 	}
-	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &batchv1.JobList{}}
+	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &batchv1.JobList{}, &policyv1.PodDisruptionBudgetList{}}
 	for _, list := range lists {
 		if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels(base.ClusterLabels(sc))); err != nil {
 			return fmt.Errorf("list children: %w", err)

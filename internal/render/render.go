@@ -54,7 +54,7 @@ func All(in base.Input) ([]Part, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render worker statefulset: %w", err)
 	}
-	parts = append(parts, Part{Component: slurmv1alpha1.ComponentWorker, Objects: []client.Object{worker.Service(in), wrk}})
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentWorker, Objects: []client.Object{worker.Service(in), wrk, worker.BusyPodDisruptionBudget(in)}})
 
 	lgn, err := login.StatefulSet(in)
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -194,5 +196,27 @@ func SSHDArgs(port int32) []string {
 		"-o", "PasswordAuthentication=no",
 		"-o", "KbdInteractiveAuthentication=no",
 		"-o", "PermitRootLogin=prohibit-password",
+	}
+}
+
+// LabelBusy marks a worker pod whose Slurm node runs jobs. The operator sets it from Slurm's
+// node states; the busy PodDisruptionBudget selects on it.
+const LabelBusy = "slurm.hpc.dev/busy"
+
+// BusyPodDisruptionBudget refuses every voluntary eviction (kubectl drain, the cluster
+// autoscaler, node upgrades) of a worker pod while its node runs jobs. Idle workers can be
+// evicted freely.
+func BusyPodDisruptionBudget(in base.Input) *policyv1.PodDisruptionBudget {
+	sc := in.Cluster
+	sel := base.SelectorLabels(sc, comp)
+	sel[LabelBusy] = "true"
+	zero := intstr.FromInt32(0)
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   base.TypeMeta("policy/v1", "PodDisruptionBudget"),
+		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp)+"-busy", comp),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: &zero,
+			Selector:       &metav1.LabelSelector{MatchLabels: sel},
+		},
 	}
 }

@@ -1,0 +1,57 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+)
+
+// labelBusyWorkers asks Slurm which workers run jobs (unless this reconcile already did) and
+// sets the busy label on their pods, which the busy PodDisruptionBudget selects: evictions of
+// those pods are refused. When Slurm cannot be asked, the labels stay as they are. A label is
+// written only when it changes.
+func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, o *observed) error {
+	if !o.slurmReached {
+		nodes, err := r.slurmClient(sc, jwtKey).Nodes(ctx)
+		if err != nil {
+			return nil
+		}
+		o.slurmNodes, o.slurmReached = nodes, true
+	}
+	busy := map[string]bool{}
+	for _, n := range o.slurmNodes {
+		busy[n.Name] = n.Busy()
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker))); err != nil {
+		return fmt.Errorf("list worker pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		want := "false"
+		if busy[slurmName(*p)] {
+			want = "true"
+		}
+		if p.Labels[worker.LabelBusy] == want {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[worker.LabelBusy] = want
+		if err := r.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("label pod %s busy=%s: %w", p.Name, want, err)
+		}
+	}
+	return nil
+}
