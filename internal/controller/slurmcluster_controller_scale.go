@@ -71,7 +71,8 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alp
 	}
 
 	closed := scaling{replicas: current, active: true}
-	nodes, err := r.slurmClient(sc, jwtKey).Nodes(ctx)
+	api := r.slurmClient(sc, jwtKey)
+	nodes, err := api.Nodes(ctx)
 	if err != nil {
 		closed.reason = "SlurmUnreachable"
 		closed.message = fmt.Sprintf("keeping %d workers until Slurm can be asked which of worker-%d…worker-%d run jobs: %v", current, want, current-1, err)
@@ -82,7 +83,6 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alp
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
-	client := r.slurmClient(sc, jwtKey)
 	var waiting []string
 	for i := want; i < current; i++ {
 		name := slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i)
@@ -91,7 +91,7 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alp
 			continue // never registered: it cannot run a job
 		}
 		if !n.Has("DRAIN") {
-			if err := client.Drain(ctx, name, scaleDownReason); err != nil {
+			if err := api.Drain(ctx, name, scaleDownReason); err != nil {
 				closed.reason = "SlurmUnreachable"
 				closed.message = fmt.Sprintf("keeping %d workers: draining %s failed: %v", current, name, err)
 				return closed, nil
