@@ -69,8 +69,9 @@ golden: ## Regenerate the renderers' golden files.
 	go test ./internal/render/... ./internal/gpu/... -update
 
 .PHONY: bench
-bench: test-assets ## Run the benchmarks (render time and size, API writes per reconcile).
+bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API writes per reconcile, scale-up to idle).
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test -run '^$$' -bench . -benchtime 20x ./internal/render/ ./internal/controller/
+	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -run '^$$' -bench ScaleUpToIdle -benchtime 3x ./test/slurm/
 
 ##@ Lint
 

@@ -32,7 +32,7 @@ const gpusPerWorker = 2
 
 // spec is the SlurmCluster under test: controller, workers on GPU nodes, one login node,
 // accounting through the database the operator would create.
-func spec(t *testing.T, workers int32) *slurmv1alpha1.SlurmCluster {
+func spec(t testing.TB, workers int32) *slurmv1alpha1.SlurmCluster {
 	t.Helper()
 	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
 	if err != nil {
@@ -68,7 +68,7 @@ type rendered struct {
 	slurmdbd []byte
 }
 
-func render(t *testing.T, sc *slurmv1alpha1.SlurmCluster) rendered {
+func render(t testing.TB, sc *slurmv1alpha1.SlurmCluster) rendered {
 	t.Helper()
 	in := fixtures.Input(sc)
 	in.GPU = gpu.Find(in.Cluster, gpuNodes()).GPU
@@ -90,7 +90,7 @@ const (
 )
 
 // startCluster starts hosts named as the pods would be, with the rendered config.
-func startCluster(t *testing.T, ctx context.Context, r rendered, workers int) *slurmharness.Cluster {
+func startCluster(t testing.TB, ctx context.Context, r rendered, workers int) *slurmharness.Cluster {
 	t.Helper()
 	root := os.Getenv("SLURM_ROOTFS")
 	if root == "" {
