@@ -32,12 +32,7 @@ import (
 // worker host when the StatefulSet shrinks.
 var _ = Describe("scaling down against a real Slurm cluster", func() {
 	It("drains the leaving worker, waits for its job, then shrinks the StatefulSet", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
-		Expect(err).NotTo(HaveOccurred())
-		sc.Namespace, sc.Name = ns, "demo"
-		sc.Spec.SlurmNodes.Worker.Size = 4
-		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		ns, sc := minimalCluster(ctx, "demo", 4, nil)
 
 		cluster, client, files := startSlurmFromAPI(ctx, ns, sc, 4)
 		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -150,12 +145,7 @@ func sbatchOn(ctx context.Context, c *slurmharness.Cluster, login, node string, 
 
 var _ = Describe("updating worker pods against a real Slurm cluster", func() {
 	It("replaces an outdated pod only once its node is drained, idle nodes first, and returns it to service", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
-		Expect(err).NotTo(HaveOccurred())
-		sc.Namespace, sc.Name = ns, "upd"
-		sc.Spec.SlurmNodes.Worker.Size = 2
-		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		ns, sc := minimalCluster(ctx, "upd", 2, nil)
 		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 2)
 		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -206,14 +196,10 @@ var _ = Describe("updating worker pods against a real Slurm cluster", func() {
 
 var _ = Describe("a scale-down with a grace period against a real Slurm cluster", func() {
 	It("removes a worker whose job outlives spec.slurmNodes.worker.scaleDownGracePeriodSeconds", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
-		Expect(err).NotTo(HaveOccurred())
-		sc.Namespace, sc.Name = ns, "grace"
-		sc.Spec.SlurmNodes.Worker.Size = 2
-		grace := int32(5)
-		sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds = &grace
-		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		ns, sc := minimalCluster(ctx, "grace", 2, func(sc *slurmv1alpha1.SlurmCluster) {
+			grace := int32(5)
+			sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds = &grace
+		})
 		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 2)
 		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -232,12 +218,7 @@ var _ = Describe("a scale-down with a grace period against a real Slurm cluster"
 
 var _ = Describe("busy workers against a real Slurm cluster", func() {
 	It("labels the pods of workers that run jobs, and the API server refuses to evict them", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
-		Expect(err).NotTo(HaveOccurred())
-		sc.Namespace, sc.Name = ns, "busy"
-		sc.Spec.SlurmNodes.Worker.Size = 2
-		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		ns, sc := minimalCluster(ctx, "busy", 2, nil)
 		cluster, _, _ := startSlurmFromAPI(ctx, ns, sc, 2)
 		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -274,3 +255,18 @@ var _ = Describe("busy workers against a real Slurm cluster", func() {
 		Expect(evict("busy-worker-0")).To(Succeed(), "an idle worker must stay evictable")
 	})
 })
+
+// minimalCluster creates the minimal sample as NAME with the given worker count (and edit) in a
+// new namespace.
+func minimalCluster(ctx SpecContext, name string, workers int32, edit func(*slurmv1alpha1.SlurmCluster)) (string, *slurmv1alpha1.SlurmCluster) {
+	ns := newNamespace(ctx)
+	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
+	Expect(err).NotTo(HaveOccurred())
+	sc.Namespace, sc.Name = ns, name
+	sc.Spec.SlurmNodes.Worker.Size = workers
+	if edit != nil {
+		edit(sc)
+	}
+	Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+	return ns, sc
+}
