@@ -40,7 +40,7 @@ k8s_module() {
 build_k8s() {
   local name=$1
   [ -x "$OUT/$name" ] && return 0
-  log "building $name $K8S_VERSION (kube-apiserver: about 6 minutes cold on 2 cores)"
+  log "building $name $K8S_VERSION (the first one takes about 6 minutes cold on 2 cores)"
   k8s_module
   local v=${K8S_VERSION#v} maj min
   maj=$(echo "$v" | cut -d. -f1); min=$(echo "$v" | cut -d. -f2)
