@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/gpu"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+)
+
+// computeStatus is pure: these table tests need no API server.
+
+func sts(replicas, ready int32) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		Spec:   appsv1.StatefulSetSpec{Replicas: ptr.To(replicas)},
+		Status: appsv1.StatefulSetStatus{Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: replicas},
+	}
+}
+
+func statusCluster() *slurmv1alpha1.SlurmCluster {
+	sc := &slurmv1alpha1.SlurmCluster{}
+	sc.Name, sc.Generation = "demo", 3
+	sc.Spec.SlurmNodes.Worker.Size = 2
+	return base.WithDefaults(sc)
+}
+
+func TestComputeStatus(t *testing.T) {
+	ready := func() *observed {
+		return &observed{
+			controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1),
+			gpu:          gpu.Result{GPU: base.GPU{Count: 8, Type: "h100"}, Product: "NVIDIA-H100-80GB-HBM3", Source: "NodeLabels", Consistent: true, Reason: gpu.ReasonFromNodeLabels},
+			loginService: &corev1.Service{Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}}}},
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		edit       func(*slurmv1alpha1.SlurmCluster, *observed)
+		wantAvail  metav1.ConditionStatus
+		wantReason string
+		check      func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus)
+	}{
+		{name: "everything ready is Available", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				if st.Workers.Summary != "2/2" || st.LoginEndpoint != "203.0.113.7" || st.GPU == nil || st.GPU.PerWorker != 8 || st.GPU.Type != "h100" {
+					t.Errorf("status: %+v", st)
+				}
+				if st.ObservedGeneration != 3 {
+					t.Errorf("observedGeneration %d", st.ObservedGeneration)
+				}
+			}},
+		{name: "no slurmctld is not Available", wantAvail: metav1.ConditionFalse, wantReason: "ControllerUnavailable",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) { o.controller = sts(1, 0) }},
+		{name: "a jail still populating is not Available", wantAvail: metav1.ConditionFalse, wantReason: "JailNotPopulated",
+			edit: func(sc *slurmv1alpha1.SlurmCluster, o *observed) {
+				sc.Spec.PopulateJail = &slurmv1alpha1.PopulateJail{Image: "jail:1"}
+				o.populateJob = &batchv1.Job{}
+			}},
+		{name: "no worker ready is not Available", wantAvail: metav1.ConditionFalse, wantReason: "NoWorkerReady",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) { o.worker = sts(2, 0) }},
+		{name: "a render error keeps the old observedGeneration", wantAvail: metav1.ConditionFalse, wantReason: "RenderFailed",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
+				o.renderErr = errString("volume source x is missing")
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				if st.ObservedGeneration != 0 {
+					t.Errorf("observedGeneration moved to %d on a failed render", st.ObservedGeneration)
+				}
+				if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue {
+					t.Errorf("Degraded not set: %+v", c)
+				}
+			}},
+		{name: "Slurm's node states give the counts", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
+				o.slurmReached = true
+				o.slurmNodes = []slurm.Node{{Name: "worker-0", State: []string{"IDLE"}}, {Name: "worker-1", State: []string{"MIXED", "DRAIN"}, AllocCPUs: 1}}
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				if st.Workers.Idle != 1 || st.Workers.Drained != 1 || st.Workers.Allocated != 0 {
+					t.Errorf("counts: %+v", st.Workers)
+				}
+			}},
+		{name: "a waiting scale-down shows in ScalingDown", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
+				o.scaling = scaling{active: true, reason: "WaitingForJobs", message: "waiting for worker-1"}
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				if c := meta.FindStatusCondition(st.Conditions, ConditionScalingDown); c == nil || c.Reason != "WaitingForJobs" || c.Status != metav1.ConditionTrue {
+					t.Errorf("ScalingDown: %+v", c)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, o := statusCluster(), ready()
+			if tc.edit != nil {
+				tc.edit(sc, o)
+			}
+			st := computeStatus(sc, slurmv1alpha1.SlurmClusterStatus{}, o)
+			c := meta.FindStatusCondition(st.Conditions, ConditionAvailable)
+			if c == nil || c.Status != tc.wantAvail || c.Reason != tc.wantReason {
+				t.Fatalf("Available = %+v, want %s/%s", c, tc.wantAvail, tc.wantReason)
+			}
+			for _, cond := range st.Conditions {
+				if cond.Reason == "" {
+					t.Errorf("condition %s has no reason", cond.Type)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, st)
+			}
+		})
+	}
+}
+
+func TestAnUnchangedObservationGivesAnEqualStatus(t *testing.T) {
+	sc := statusCluster()
+	o := &observed{controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1), gpu: gpu.Result{Consistent: true, Reason: gpu.ReasonFromSpec}}
+	first := computeStatus(sc, slurmv1alpha1.SlurmClusterStatus{}, o)
+	second := computeStatus(sc, first, o)
+	for i := range first.Conditions {
+		if first.Conditions[i].LastTransitionTime != second.Conditions[i].LastTransitionTime {
+			t.Fatalf("condition %s moved its transition time without a change", first.Conditions[i].Type)
+		}
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
