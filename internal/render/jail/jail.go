@@ -46,6 +46,7 @@ func Job(in base.Input) (*batchv1.Job, error) {
 				{Name: "SOURCE", Value: "/jail"},
 				{Name: "JAIL", Value: base.JailDir},
 				{Name: "OVERWRITE", Value: strconv.FormatBool(pj.Overwrite)},
+				{Name: "REQUEST", Value: JobName(sc)},
 			},
 			VolumeMounts: []corev1.VolumeMount{{Name: base.VolumeJail, MountPath: base.JailDir}},
 		})},

@@ -1,11 +1,20 @@
 #!/bin/sh
 # Populates the jail once. Run by the populate Job; SOURCE is the root file system shipped in
-# the image, JAIL the mounted jail volume, OVERWRITE "true" to replace a populated jail.
+# the image, JAIL the mounted jail volume, OVERWRITE "true" to replace a populated jail,
+# REQUEST the name of the request (the Job's name: it changes with the image and the flag).
+# An overwrite runs once per request: a Job recreated for the same request (deleted by hand or
+# by a clean-up) finds the request in the marker and leaves the jail alone.
 set -eu
 SOURCE=${SOURCE:-/jail}
 JAIL=${JAIL:-/mnt/jail}
 OVERWRITE=${OVERWRITE:-false}
+REQUEST=${REQUEST:-unnamed}
 MARKER="$JAIL/.slurm-operator-populated"
+
+if [ -e "$MARKER" ] && [ "$OVERWRITE" = "true" ] && grep -qxF "request=$REQUEST" "$MARKER"; then
+  echo "this overwrite ($REQUEST) already ran; leaving the jail as it is"
+  exit 0
+fi
 
 if [ -e "$MARKER" ] && [ "$OVERWRITE" != "true" ]; then
   echo "jail already populated ($(cat "$MARKER")); leaving it as it is"
@@ -23,6 +32,6 @@ fi
 echo "populating the jail from $SOURCE"
 rm -f "$MARKER"
 cp -a "$SOURCE"/. "$JAIL"/
-date -u +%Y-%m-%dT%H:%M:%SZ > "$MARKER.tmp"
+{ date -u +%Y-%m-%dT%H:%M:%SZ; echo "request=$REQUEST"; } > "$MARKER.tmp"
 mv "$MARKER.tmp" "$MARKER"
 echo "jail populated"

@@ -14,8 +14,13 @@ import (
 
 func run(t *testing.T, source, jailDir, overwrite string) (string, error) {
 	t.Helper()
+	return runRequest(t, source, jailDir, overwrite, "demo-populate-jail-"+overwrite)
+}
+
+func runRequest(t *testing.T, source, jailDir, overwrite, request string) (string, error) {
+	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", jail.PopulateScript)
-	cmd.Env = append(os.Environ(), "SOURCE="+source, "JAIL="+jailDir, "OVERWRITE="+overwrite)
+	cmd.Env = append(os.Environ(), "SOURCE="+source, "JAIL="+jailDir, "OVERWRITE="+overwrite, "REQUEST="+request)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -89,5 +94,32 @@ func TestAJailWithDataButNoMarkerIsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dst, "etc")); err == nil {
 		t.Fatal("files were copied over existing data")
+	}
+}
+
+func TestAnOverwriteRunsOncePerRequest(t *testing.T) {
+	src, dst := setup(t)
+	if out, err := run(t, src, dst, "false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if out, err := runRequest(t, src, dst, "true", "req-a"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// Users work in the jail after the overwrite.
+	_ = os.WriteFile(filepath.Join(dst, "etc", "os-release"), []byte("installed later"), 0o644)
+	// The Job of the same request runs again (deleted and recreated): nothing is lost.
+	out, err := runRequest(t, src, dst, "true", "req-a")
+	if err != nil || !strings.Contains(out, "already ran") {
+		t.Fatalf("a repeated request ran again: %v %s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "etc", "os-release")); string(b) != "installed later" {
+		t.Fatal("a repeated overwrite request replaced the jail")
+	}
+	// A new request (another image) does overwrite.
+	if out, err := runRequest(t, src, dst, "true", "req-b"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "etc", "os-release")); string(b) != "v2" {
+		t.Fatal("a new overwrite request did not repopulate")
 	}
 }
