@@ -98,7 +98,11 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.applyAll(ctx, sc, parts); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.prune(ctx, sc, parts); err != nil {
+	var keep []slurmv1alpha1.Component
+	if facts.databaseErr != "" {
+		keep = append(keep, slurmv1alpha1.ComponentAccounting)
+	}
+	if err := r.prune(ctx, sc, parts, keep...); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.observeChildren(ctx, desired, facts); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
@@ -28,8 +29,9 @@ type observed struct {
 	slurmReached bool
 
 	mariaDBAPI, serviceMonitorAPI bool
-	// databaseErr says why the accounting database cannot be used (a missing Secret, say).
-	databaseErr string
+	// databaseErr says why the accounting database cannot be used (a missing Secret, say), and
+	// databaseReason is the matching condition reason.
+	databaseErr, databaseReason string
 
 	controller, worker, login, accounting *appsv1.StatefulSet
 	populateJob                           *batchv1.Job
@@ -65,8 +67,9 @@ func (r *SlurmClusterReconciler) optionalAPIs(o *observed) base.OptionalAPIs {
 }
 
 // accountingDatabase fills in where slurmdbd's database is. When the external database's
-// password Secret cannot be read, accounting is left out of this render and the reason goes
-// into the AccountingAvailable condition; the rest of the cluster still reconciles.
+// password cannot be read or cannot go into slurmdbd.conf, the accounting objects are neither
+// rendered nor pruned (slurmdbd keeps running on the config it has), the reason goes into the
+// AccountingAvailable condition, and the rest of the cluster still reconciles.
 func (r *SlurmClusterReconciler) accountingDatabase(ctx context.Context, in *base.Input, o *observed) {
 	sc := in.Cluster
 	acc := sc.Spec.SlurmNodes.Accounting
@@ -77,11 +80,19 @@ func (r *SlurmClusterReconciler) accountingDatabase(ctx context.Context, in *bas
 		s := &corev1.Secret{}
 		ref := db.PasswordSecretKeyRef
 		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ref.Name}, s)
-		if err != nil || len(s.Data[ref.Key]) == 0 {
-			o.databaseErr = "cannot read key " + ref.Key + " of Secret " + ref.Name + " (spec.slurmNodes.accounting.externalDB.passwordSecretKeyRef)"
-			withoutAccounting := sc.DeepCopy()
-			withoutAccounting.Spec.SlurmNodes.Accounting.Enabled = false
-			in.Cluster = withoutAccounting
+		field := "spec.slurmNodes.accounting.externalDB.passwordSecretKeyRef"
+		switch {
+		case err != nil || len(s.Data[ref.Key]) == 0:
+			o.databaseReason = "DatabaseSecretMissing"
+			o.databaseErr = "cannot read key " + ref.Key + " of Secret " + ref.Name + " (" + field + ")"
+		default:
+			if bad := slurmconf.CheckValue(string(s.Data[ref.Key])); bad != nil {
+				o.databaseReason = "DatabasePasswordUnusable"
+				o.databaseErr = "the password in key " + ref.Key + " of Secret " + ref.Name + " (" + field + ") cannot go into slurmdbd.conf: " + bad.Error()
+			}
+		}
+		if o.databaseErr != "" {
+			// No password: accounting is not rendered this time, and what exists stays.
 			return
 		}
 		in.Database = accounting.DatabaseFor(sc, s.Data[ref.Key])

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,8 +23,10 @@ import (
 // Deployment, slurmdbd's StatefulSet and Service, an earlier populate Job). It only deletes
 // objects this SlurmCluster controls and the current render does not hold. It never deletes
 // Secrets (keys, passwords), PersistentVolumeClaims or mariadb-operator objects (deleting a
-// MariaDB could take its data with it), and never a Job that is still running.
-func (r *SlurmClusterReconciler) prune(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, parts []render.Part) error {
+// MariaDB could take its data with it), never a Job that is still running, and nothing of the
+// components in keep (parts this reconcile could not render, such as accounting without its
+// database password).
+func (r *SlurmClusterReconciler) prune(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, parts []render.Part, keep ...slurmv1alpha1.Component) error {
 	desired := map[string]bool{}
 	for _, p := range parts {
 		for _, o := range p.Objects {
@@ -42,6 +45,9 @@ func (r *SlurmClusterReconciler) prune(ctx context.Context, sc *slurmv1alpha1.Sl
 		for _, it := range items {
 			obj := it.(client.Object)
 			if !controlledBy(obj, sc.UID) || desired[fmt.Sprintf("%T/%s", obj, obj.GetName())] {
+				continue
+			}
+			if slices.Contains(keep, slurmv1alpha1.Component(obj.GetLabels()[base.LabelComponent])) {
 				continue
 			}
 			if job, ok := obj.(*batchv1.Job); ok && !jobFinished(job) {

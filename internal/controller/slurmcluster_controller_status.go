@@ -63,7 +63,7 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	case !nodes.Accounting.Enabled:
 		set(ConditionAccountingAvailable, true, "Disabled", "accounting is not enabled (spec.slurmNodes.accounting.enabled)")
 	case o.databaseErr != "":
-		set(ConditionAccountingAvailable, false, "DatabaseSecretMissing", o.databaseErr)
+		set(ConditionAccountingAvailable, false, o.databaseReason, o.databaseErr)
 	case nodes.Accounting.MariadbOperator != nil && nodes.Accounting.MariadbOperator.Enabled && !o.mariaDBAPI:
 		set(ConditionAccountingAvailable, false, "MariaDBOperatorMissing", "the k8s.mariadb.com API is not served: install mariadb-operator, or use spec.slurmNodes.accounting.externalDB")
 	default:

@@ -355,3 +355,29 @@ var _ = Describe("scaling workers down", func() {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 })
+
+var _ = Describe("an external accounting database", func() {
+	It("writes a usable password into slurmdbd.conf, and keeps slurmdbd when the password turns unusable", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "slurm-db", Namespace: ns}, Data: map[string][]byte{"password": []byte("g00d-Pass_word")}}
+		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_externaldb")
+		Expect(err).NotTo(HaveOccurred())
+		sc.Namespace = ns
+		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+		conf := get(ctx, &corev1.Secret{}, ns, "research-slurmdbd-conf").Data["slurmdbd.conf"]
+		Expect(string(conf)).To(ContainSubstring("StoragePass=g00d-Pass_word"))
+		Expect(string(conf)).To(ContainSubstring("StorageHost=mariadb.databases.svc"))
+		dbd := get(ctx, &appsv1.StatefulSet{}, ns, "research-accounting")
+
+		By("a password with '#' and a line break: refused with the Secret named, nothing removed")
+		secret.Data["password"] = []byte("bad#pass\nStorageUser=root")
+		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		updateSpec(ctx, ns, "research", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 5 })
+		eventuallyCondition(ctx, ns, "research", "AccountingAvailable", "DatabasePasswordUnusable", "Secret slurm-db")
+		Expect(get(ctx, &corev1.Secret{}, ns, "research-slurmdbd-conf").Data["slurmdbd.conf"]).To(Equal(conf))
+		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "research-accounting").UID).To(Equal(dbd.UID))
+		Expect(slurmConf(ctx, ns, "research")).To(ContainSubstring("AccountingStorageType=accounting_storage/slurmdbd"))
+		Expect(slurmConf(ctx, ns, "research")).To(ContainSubstring("worker-[0-4]"))
+	})
+})

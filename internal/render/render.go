@@ -72,10 +72,10 @@ func All(in base.Input) ([]Part, error) {
 		parts = append(parts, Part{Component: slurmv1alpha1.ComponentJail, Objects: []client.Object{job}})
 	}
 
-	if acc := sc.Spec.SlurmNodes.Accounting; acc.Enabled {
-		if err := accounting.Validate(in); err != nil {
-			return nil, err
-		}
+	// Without a database password (the user's Secret is missing or unusable) the accounting
+	// objects are left out of this render; slurm.conf still points at slurmdbd, and the
+	// controller keeps the accounting objects that exist.
+	if acc := sc.Spec.SlurmNodes.Accounting; acc.Enabled && in.Database.Password != "" {
 		var objs []client.Object
 		if acc.MariadbOperator != nil && acc.MariadbOperator.Enabled {
 			objs = append(objs, accounting.PasswordSecret(in))

@@ -4,8 +4,6 @@
 package accounting
 
 import (
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -108,16 +106,4 @@ func PasswordSecret(in base.Input) *corev1.Secret {
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{PasswordKey: in.Keys.DatabasePassword},
 	}
-}
-
-// Validate reports inputs the renderers cannot work with.
-func Validate(in base.Input) error {
-	acc := in.Cluster.Spec.SlurmNodes.Accounting
-	if !acc.Enabled {
-		return nil
-	}
-	if in.Database.Password == "" {
-		return fmt.Errorf("accounting: no database password")
-	}
-	return nil
 }

@@ -317,3 +317,16 @@ func SlurmdbdConfig(in base.Input) string {
 	w.kv("StorageLoc", db.Name)
 	return w.String()
 }
+
+// CheckValue reports why a value cannot be written into a Slurm config file as one plain word:
+// a line break would add settings, '#' starts a comment, and whitespace or '"' end or quote the
+// value. Passwords from a user's Secret are checked with it before they reach slurmdbd.conf.
+func CheckValue(v string) error {
+	if v == "" {
+		return fmt.Errorf("it is empty")
+	}
+	if i := strings.IndexAny(v, "\r\n\t #\""); i >= 0 {
+		return fmt.Errorf("it holds %q at position %d (line breaks, whitespace, '#' and '\"' cannot be written into a Slurm config file)", v[i], i)
+	}
+	return nil
+}

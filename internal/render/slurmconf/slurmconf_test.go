@@ -106,3 +106,18 @@ func TestGresFollowsTheGPUShape(t *testing.T) {
 		t.Fatalf("CPU-only workers got gres:\n%s", s)
 	}
 }
+
+func TestCheckValueRefusesWhatASlurmFileCannotHold(t *testing.T) {
+	for v, ok := range map[string]bool{
+		"s3cr3t-Pa55_word.!":     true,
+		"":                       false,
+		"pass word":              false,
+		"pass#word":              false,
+		"pass\nStorageUser=root": false,
+		`pa"ss`:                  false,
+	} {
+		if err := CheckValue(v); (err == nil) != ok {
+			t.Errorf("CheckValue(%q) = %v", v, err)
+		}
+	}
+}
