@@ -1,0 +1,283 @@
+package jailexec
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// IsSetUp says whether this mount namespace already has the jail set up (its /proc mounted):
+// probes, hooks and `kubectl exec` run in the container's namespace and only need the chroot.
+func IsSetUp(jail string) (bool, error) {
+	return isMountpoint(filepath.Join(jail, "proc"))
+}
+
+func isMountpoint(p string) (bool, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	want := filepath.Clean(p)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) > 4 && unescapeMountinfo(fields[4]) == want {
+			return true, nil
+		}
+	}
+	return false, s.Err()
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for a space) of /proc/self/mountinfo.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Setup makes the mounts. It is idempotent within one mount namespace.
+func Setup(cfg Config, logf func(string, ...any)) error {
+	if err := CheckPopulated(cfg.Jail); err != nil {
+		return err
+	}
+	done, err := IsSetUp(cfg.Jail)
+	if err != nil || done {
+		return err
+	}
+	root := cfg.Root
+	if root == "" {
+		root = "/"
+	}
+	driverRoot := cfg.DriverRoot
+	if driverRoot == "" {
+		driverRoot = RunDriverDir
+	}
+	drv, err := FindDriver(root)
+	if err != nil {
+		return err
+	}
+	if len(drv.Files) > 0 {
+		if err := gatherDriver(root, driverRoot, drv); err != nil {
+			return fmt.Errorf("gather the GPU driver: %w", err)
+		}
+		logf("GPU driver: %d files bound under %s", len(drv.Files), RunDriverDir)
+	}
+
+	procDir, err := resolveInJail(cfg.Jail, "/proc")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(procDir, 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", procDir, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount proc on %s: %w", procDir, err)
+	}
+	for _, b := range append(DefaultBinds(), cfg.Binds...) {
+		if err := bind(cfg.Jail, b); err != nil {
+			return err
+		}
+	}
+	if len(drv.Files) > 0 {
+		if err := linkDriver(cfg.Jail, root, drv, logf); err != nil {
+			return fmt.Errorf("link the GPU driver into the jail: %w", err)
+		}
+	}
+	return nil
+}
+
+// bind mounts b.Source (recursively) on its target in the jail, creating the mountpoint.
+func bind(jail string, b Bind) error {
+	fi, err := os.Stat(b.Source)
+	if err != nil {
+		return fmt.Errorf("bind %s: %w", b.Source, err)
+	}
+	target, err := resolveInJail(jail, b.Target)
+	if err != nil {
+		return err
+	}
+	if err := ensureMountpoint(target, fi.IsDir()); err != nil {
+		return fmt.Errorf("bind %s on %s: %w", b.Source, b.Target, err)
+	}
+	if err := unix.Mount(b.Source, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s on %s: %w", b.Source, b.Target, err)
+	}
+	if b.ReadOnly {
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("read-only %s: %w", b.Target, err)
+		}
+	}
+	return nil
+}
+
+// ensureMountpoint makes a directory or an empty file to mount on.
+func ensureMountpoint(p string, dir bool) error {
+	fi, err := os.Stat(p)
+	if err == nil {
+		if fi.IsDir() != dir {
+			return fmt.Errorf("%s exists and is not a %s", p, map[bool]string{true: "directory", false: "file"}[dir])
+		}
+		return nil
+	}
+	if !os.IsNotExist(err) {
+		return err
+	}
+	if dir {
+		return os.MkdirAll(p, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// gatherDriver binds each driver file into driverRoot/{lib,bin} (in the container's /run, so
+// it is per pod) and remakes the links between them.
+func gatherDriver(root, driverRoot string, d Driver) error {
+	for _, sub := range []string{"lib", "bin"} {
+		if err := os.MkdirAll(filepath.Join(driverRoot, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, f := range d.Files {
+		dst := filepath.Join(driverRoot, "lib", f.Name)
+		if f.Tool {
+			dst = filepath.Join(driverRoot, "bin", f.Name)
+		}
+		if f.LinkTarget != "" {
+			_ = os.Remove(dst)
+			if err := os.Symlink(f.LinkTarget, dst); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := ensureMountpoint(dst, false); err != nil {
+			return err
+		}
+		if err := unix.Mount(filepath.Join(root, f.Path), dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", f.Path, err)
+		}
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("read-only %s: %w", f.Path, err)
+		}
+	}
+	for so, target := range d.sonameTargets(root) {
+		dst := filepath.Join(driverRoot, "lib", so)
+		_ = os.Remove(dst)
+		if err := os.Symlink(target, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JailLibDir is the jail's multiarch library directory, searched by its dynamic loader even for
+// names missing from ld.so.cache.
+const JailLibDir = "/usr/lib/x86_64-linux-gnu"
+
+// linkDriver makes, in the jail's library directory, a link for each soname to RunDriverDir,
+// where this pod's files are. Links are made only where no file of that name exists; they are
+// the same on every node (only the target's content differs), so nodes sharing the jail agree.
+func linkDriver(jail, root string, d Driver, logf func(string, ...any)) error {
+	libDir, err := resolveInJail(jail, JailLibDir)
+	if err != nil {
+		return err
+	}
+	names := append([]string(nil), d.Sonames...)
+	for so := range d.sonameTargets(root) {
+		names = append(names, so)
+	}
+	for _, so := range names {
+		p := filepath.Join(libDir, so)
+		want := filepath.Join(RunDriverDir, "lib", so)
+		fi, err := os.Lstat(p)
+		switch {
+		case err == nil && fi.Mode()&os.ModeSymlink != 0:
+			continue
+		case err == nil:
+			logf("warning: the jail has its own %s; the node's driver library is not used for it", filepath.Join(JailLibDir, so))
+			continue
+		}
+		if err := os.Symlink(want, p); err != nil && !os.IsExist(err) {
+			return err
+		}
+	}
+	binDir, err := resolveInJail(jail, "/usr/bin")
+	if err != nil {
+		return err
+	}
+	for _, f := range d.Files {
+		if !f.Tool {
+			continue
+		}
+		p := filepath.Join(binDir, f.Name)
+		if _, err := os.Lstat(p); err == nil {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(RunDriverDir, "bin", f.Name), p); err != nil && !os.IsExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Exec chroots into the jail and replaces this process with the command, looked up in the
+// jail's PATH.
+func Exec(jail string, argv []string, env []string) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("no command")
+	}
+	if err := unix.Chroot(jail); err != nil {
+		return fmt.Errorf("chroot %s: %w", jail, err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	path, err := lookPath(argv[0], env)
+	if err != nil {
+		return err
+	}
+	return unix.Exec(path, argv, env)
+}
+
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	pathVar := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, e := range env {
+		if strings.HasPrefix(e, "PATH=") {
+			pathVar = strings.TrimPrefix(e, "PATH=")
+		}
+	}
+	for _, dir := range filepath.SplitList(pathVar) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in the jail's PATH %s", name, pathVar)
+}

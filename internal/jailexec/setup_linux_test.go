@@ -1,0 +1,92 @@
+package jailexec
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEntrypointInARealJail runs the slurm-jail-exec binary, as root in a private mount and PID
+// namespace, on a copy-on-write view of the real Debian 13 root file system the Slurm tests use
+// (SLURM_ROOTFS), with a stand-in GPU driver in the "container". It checks what a job in the
+// jail sees: the kernel file systems, the container's resolv.conf and hosts, read-only config,
+// the driver's libraries loadable by soname and nvidia-smi on the PATH; and that a second call
+// in the same namespace only enters the jail.
+func TestEntrypointInARealJail(t *testing.T) {
+	rootfs := os.Getenv("SLURM_ROOTFS")
+	if os.Geteuid() != 0 || rootfs == "" {
+		t.Skip("needs root and SLURM_ROOTFS (make test sets it)")
+	}
+	driver := fakeDriverRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "slurm-jail-exec")
+	if b, err := exec.Command("go", "build", "-o", bin, "../../cmd/slurm-jail-exec").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v: %s", err, b)
+	}
+	dltest := filepath.Join(dir, "share", "dltest")
+	must(t, os.MkdirAll(filepath.Dir(dltest), 0o755))
+	if b, err := exec.Command("gcc", "-o", dltest, "testdata/dltest.c", "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v: %s", err, b)
+	}
+	config := filepath.Join(dir, "config")
+	must(t, os.MkdirAll(config, 0o755))
+	must(t, os.WriteFile(filepath.Join(config, "slurm.conf"), []byte("ClusterName=jailtest\n"), 0o644))
+	for _, d := range []string{"upper", "work", "jail"} {
+		must(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	jail := filepath.Join(dir, "jail")
+	script := `set -e
+mount -t overlay overlay -o lowerdir=` + rootfs + `,upperdir=` + dir + `/upper,workdir=` + dir + `/work ` + jail + `
+touch ` + jail + `/` + MarkerFile + `
+x=` + bin + `
+$x --jail ` + jail + ` --driver-from ` + driver + ` --bind ` + config + `:/etc/slurm:ro --bind ` + dir + `/share:/opt/share -- /bin/true
+$x --jail ` + jail + ` -- /bin/sh -c '
+  set -e
+  echo "proc: $(head -1 /proc/self/status)"
+  echo "resolv: $(md5sum < /etc/resolv.conf)"
+  echo "hosts: $(md5sum < /etc/hosts)"
+  echo "conf: $(cat /etc/slurm/slurm.conf)"
+  touch /etc/slurm/x 2>/dev/null && echo "conf: writable" || echo "conf: read-only"
+  echo "smi: $(nvidia-smi)"
+  /opt/share/dltest libnvidia-ml.so.1 libcuda.so.1
+  test -c /dev/null && echo "dev: ok"
+'
+echo "proc mounts: $(awk -v p=` + jail + `/proc '$5 == p' /proc/self/mountinfo | wc -l)"
+`
+	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "/bin/sh", "-c", script).CombinedOutput()
+	got := string(out)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, got)
+	}
+	sum := func(p string) string {
+		b, err := exec.Command("sh", "-c", "md5sum < "+p).Output()
+		must(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	for _, want := range []string{
+		"proc: Name:\t",
+		"resolv: " + sum("/etc/resolv.conf"),
+		"hosts: " + sum("/etc/hosts"),
+		"conf: ClusterName=jailtest",
+		"conf: read-only",
+		"smi: GPU 0: Stand-In GPU",
+		"libnvidia-ml.so.1: stand-in NVML",
+		"libcuda.so.1: stand-in CUDA driver",
+		"dev: ok",
+		"proc mounts: 1\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the jail does not show %q:\n%s", want, got)
+		}
+	}
+	// The shared jail got links to the pod's driver, nothing else of the driver.
+	link, err := os.Readlink(filepath.Join(dir, "upper", JailLibDir, "libcuda.so.1"))
+	if err != nil || link != RunDriverDir+"/lib/libcuda.so.1" {
+		t.Errorf("libcuda.so.1 in the jail: %q, %v", link, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "upper", JailLibDir, "libcuda.so.555.1")); err == nil {
+		t.Error("a driver file was copied into the shared jail")
+	}
+}
