@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // SlurmNodes sets the count and configuration of each kind of Slurm node.
@@ -110,6 +111,12 @@ type Worker struct {
 	// 5% headroom (at least 1 GiB, at most 16 GiB) for slurmd, sshd and the OS.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// SharedMemorySize sizes /dev/shm of each worker, a memory-backed volume (NCCL and PyTorch
+	// DataLoader workers need far more than a container runtime's 64 MiB). Its pages count
+	// against the worker's memory limit. Unset: as large as the pod's memory limit allows.
+	// +optional
+	SharedMemorySize *resource.Quantity `json:"sharedMemorySize,omitempty"`
 
 	// Volumes of the workers.
 	Volumes WorkerVolumes `json:"volumes"`

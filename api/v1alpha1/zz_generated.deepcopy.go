@@ -668,6 +668,11 @@ func (in *Worker) DeepCopyInto(out *Worker) {
 		**out = **in
 	}
 	in.Resources.DeepCopyInto(&out.Resources)
+	if in.SharedMemorySize != nil {
+		in, out := &in.SharedMemorySize, &out.SharedMemorySize
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	in.Volumes.DeepCopyInto(&out.Volumes)
 }
 

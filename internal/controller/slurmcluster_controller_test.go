@@ -88,7 +88,13 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 		Expect(slurmd.Resources.Requests.Cpu().String()).To(Equal("100"))
 		Expect(slurmd.Ports[0].ContainerPort).To(Equal(int32(6818)))
 		Expect(workers.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Name", "jail-submount-mlcommons-sd-bench-data")))
-		Expect(slurmd.VolumeMounts).To(ContainElement(HaveField("MountPath", "/mnt/jail/mnt/data-hps")))
+		// Sub-mounts are mounted beside the jail and bound into it by the entrypoint: the kubelet
+		// makes no mountpoint on the shared jail volume.
+		Expect(slurmd.VolumeMounts).To(ContainElement(HaveField("MountPath", "/slurm-operator/submounts/mlcommons-sd-bench-data")))
+		Expect(slurmd.Command).To(ContainElement("/slurm-operator/submounts/mlcommons-sd-bench-data:/mnt/data-hps"))
+		for _, m := range slurmd.VolumeMounts {
+			Expect(m.MountPath == "/mnt/jail" || !strings.HasPrefix(m.MountPath, "/mnt/jail/")).To(BeTrue(), m.MountPath)
+		}
 		Expect(workers.Spec.Template.Spec.NodeSelector).To(HaveKeyWithValue("nvidia.com/gpu.present", "true"))
 		Expect(workers.Spec.VolumeClaimTemplates[0].Spec.StorageClassName).To(HaveValue(Equal("xplat-nfs")))
 		Expect(workers.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled).To(Equal(appsv1.RetainPersistentVolumeClaimRetentionPolicyType))

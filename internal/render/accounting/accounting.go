@@ -27,6 +27,9 @@ const (
 
 const volumeDBDConf = "slurmdbd-conf"
 
+// dbdConfSecretDir is where the slurmdbd.conf Secret is mounted, to be installed from.
+const dbdConfSecretDir = base.SecretsDir + "/slurmdbd"
+
 // DatabaseFor says where slurmdbd's database is. password is the external database's password
 // (read from the user's Secret) or the generated one.
 func DatabaseFor(sc *slurmv1alpha1.SlurmCluster, password []byte) base.Database {
@@ -62,22 +65,27 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 	spec := sc.Spec.SlurmNodes.Accounting
 	volumes := append(base.CommonVolumes(sc),
 		corev1.Volume{Name: volumeDBDConf, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: sc.SlurmdbdConfigSecretName(), DefaultMode: ptr.To[int32](0o600),
+			SecretName: sc.SlurmdbdConfigSecretName(), DefaultMode: ptr.To[int32](0o400),
 		}}},
 		base.JWTKeyVolume(sc),
 	)
 	pod := corev1.PodSpec{
 		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
-			Name:    "slurmdbd",
-			Image:   sc.Spec.Images.Accounting,
-			Command: []string{"slurmdbd"},
-			Args:    []string{"-D"},
-			Ports:   []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: slurmconf.SlurmdbdPort}},
+			Name:  "slurmdbd",
+			Image: sc.Spec.Images.Accounting,
+			// slurmdbd refuses a slurmdbd.conf that is not SlurmUser's with mode 0600; it starts
+			// as root, reads it, and runs as SlurmUser.
+			Command: []string{"/bin/sh", "-c", base.Script(
+				base.InstallFile(dbdConfSecretDir+"/"+slurmconf.SlurmdbdConf, base.SlurmConfDir+"/"+slurmconf.SlurmdbdConf, base.SlurmUser, "0600"),
+				base.InstallJWTKey(),
+				"exec slurmdbd -D",
+			)},
+			Ports: []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: slurmconf.SlurmdbdPort}},
 			VolumeMounts: []corev1.VolumeMount{
-				{Name: volumeDBDConf, MountPath: base.SlurmConfDir + "/" + slurmconf.SlurmdbdConf, SubPath: slurmconf.SlurmdbdConf, ReadOnly: true},
+				{Name: volumeDBDConf, MountPath: dbdConfSecretDir, ReadOnly: true},
 				{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
-				{Name: base.VolumeJWTKey, MountPath: base.JWTKeyDir, ReadOnly: true},
+				{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
 			},
 			Resources: *spec.Resources.DeepCopy(),
 			ReadinessProbe: &corev1.Probe{
@@ -87,8 +95,6 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 		})},
 		Volumes:   volumes,
 		DNSConfig: base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
-		// Group slurm reads the JWT key.
-		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](64030)},
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{

@@ -66,32 +66,47 @@ func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.
 }
 
 // MungeSidecar runs munged next to a Slurm daemon, as a native sidecar (an init container that
-// keeps running), so munged is up before the daemon starts and stops after it.
+// keeps running), so munged is up before the daemon starts and stops after it. munged refuses a
+// key that is a symbolic link or readable by anyone but itself, and a socket directory others
+// can write: the key is installed from the Secret as a regular 0400 file owned by munge, the
+// socket directory is made munge's, and munged then runs as munge.
 func MungeSidecar(sc *slurmv1alpha1.SlurmCluster, socketDir string) corev1.Container {
+	script := strings.Join([]string{
+		"set -e",
+		InstallDir(socketDir, MungeUser, "0755"),
+		InstallFile(MungeKeySecretDir+"/"+MungeKeyFile, MungeKeyDir+"/"+MungeKeyFile, MungeUser, "0400"),
+		"exec setpriv --reuid=" + MungeUser + " --regid=" + MungeUser + " --init-groups munged --foreground" +
+			" --key-file=" + MungeKeyDir + "/" + MungeKeyFile +
+			" --socket=" + socketDir + "/munge.socket.2" +
+			" --seed-file=" + socketDir + "/munged.seed" +
+			" --pid-file=" + socketDir + "/munged.pid" +
+			" --num-threads=4",
+	}, "\n")
 	return corev1.Container{
 		Name:            "munge",
 		Image:           sc.Spec.Images.Munge,
 		ImagePullPolicy: corev1.PullPolicy(sc.Spec.Images.PullPolicy),
-		Command:         []string{"munged"},
-		Args: []string{
-			"--foreground",
-			"--key-file=" + MungeKeyDir + "/munge.key",
-			"--socket=" + MungeSocketDir + "/munge.socket.2",
-			"--seed-file=" + MungeSocketDir + "/munged.seed",
-			"--pid-file=" + MungeSocketDir + "/munged.pid",
-			"--num-threads=4",
-		},
-		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		Command:         []string{"/bin/sh", "-c", script},
+		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeMungeKey, MountPath: MungeKeyDir, ReadOnly: true},
-			{Name: VolumeMungeSocket, MountPath: MungeSocketDir},
+			{Name: VolumeMungeKey, MountPath: MungeKeySecretDir, ReadOnly: true},
+			{Name: VolumeMungeSocket, MountPath: socketDir},
 		},
 		StartupProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-				Command: []string{"test", "-S", MungeSocketDir + "/munge.socket.2"},
+				Command: []string{"test", "-S", socketDir + "/munge.socket.2"},
 			}},
 			PeriodSeconds:    1,
 			FailureThreshold: 30,
+		},
+		// Only what the script needs: change owners and modes, read the root-owned key, and
+		// become munge.
+		SecurityContext: &corev1.SecurityContext{
+			Capabilities: &corev1.Capabilities{
+				Drop: []corev1.Capability{"ALL"},
+				Add:  []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID"},
+			},
+			AllowPrivilegeEscalation: ptr.To(false),
 		},
 		Resources: corev1.ResourceRequirements{},
 	}
@@ -138,25 +153,31 @@ func VolumeSourceVolume(sc *slurmv1alpha1.SlurmCluster, sourceName, name string)
 	return corev1.Volume{}, fmt.Errorf("volume source %q is not in spec.volumeSources", sourceName)
 }
 
-// JailVolumes returns the jail volume and one volume per jail sub-mount, with the mounts that
-// place them inside JailDir (the jail first, so sub-mounts land on top of it).
-func JailVolumes(sc *slurmv1alpha1.SlurmCluster, jail slurmv1alpha1.JailVolume, subMounts []slurmv1alpha1.JailSubMount) ([]corev1.Volume, []corev1.VolumeMount, error) {
+// JailVolumes returns the jail volume and one volume per jail sub-mount, the container mounts
+// of both, and the binds that place the sub-mounts inside the jail (slurm-jail-exec --bind).
+// Nothing is mounted inside the jail volume by the kubelet, which would create mountpoint
+// directories on the shared volume: sub-mounts are mounted beside it and bound in by the
+// entrypoint, in the container's own mount namespace.
+func JailVolumes(sc *slurmv1alpha1.SlurmCluster, jail slurmv1alpha1.JailVolume, subMounts []slurmv1alpha1.JailSubMount) ([]corev1.Volume, []corev1.VolumeMount, []JailBind, error) {
 	jv, err := VolumeSourceVolume(sc, jail.VolumeSourceName, VolumeJail)
 	if err != nil {
-		return nil, nil, fmt.Errorf("jail: %w", err)
+		return nil, nil, nil, fmt.Errorf("jail: %w", err)
 	}
 	vols := []corev1.Volume{jv}
 	mounts := []corev1.VolumeMount{{Name: VolumeJail, MountPath: JailDir, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)}}
+	var binds []JailBind
 	for _, m := range subMounts {
 		name := "jail-submount-" + m.Name
 		v, err := VolumeSourceVolume(sc, m.VolumeSourceName, name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("jail sub-mount %q: %w", m.Name, err)
+			return nil, nil, nil, fmt.Errorf("jail sub-mount %q: %w", m.Name, err)
 		}
 		vols = append(vols, v)
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: JailDir + m.MountPath, ReadOnly: m.ReadOnly})
+		src := SubMountsDir + "/" + m.Name
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: src, ReadOnly: m.ReadOnly})
+		binds = append(binds, JailBind{Source: src, Target: m.MountPath, ReadOnly: m.ReadOnly})
 	}
-	return vols, mounts, nil
+	return vols, mounts, binds, nil
 }
 
 // DNSConfig adds search domains so that the pods of the cluster's headless Services resolve by
@@ -203,9 +224,10 @@ func Service(sc *slurmv1alpha1.SlurmCluster, comp slurmv1alpha1.Component, ports
 	}
 }
 
-// JWTKeyVolume mounts the JWT key Secret, readable by the pod's fsGroup (slurm).
+// JWTKeyVolume is the JWT key Secret. It is mounted at JWTKeySecretDir and installed by
+// InstallJWTKey, readable by SlurmUser alone.
 func JWTKeyVolume(sc *slurmv1alpha1.SlurmCluster) corev1.Volume {
 	return corev1.Volume{Name: VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
+		SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o400),
 	}}}
 }

@@ -25,10 +25,6 @@ var DefaultSpoolSize = resource.MustParse("10Gi")
 // RestdPort is where slurmrestd listens in the controller pod.
 const RestdPort = 6820
 
-// SlurmUID is the uid of the slurm user in the Debian packages the images use; the JWT key is
-// readable by this group.
-const SlurmUID = 64030
-
 // Service is the headless Service that names slurmctld's pods, and carries slurmrestd.
 func Service(in base.Input) *corev1.Service {
 	return base.HeadlessService(in.Cluster, comp, []corev1.ServicePort{
@@ -76,7 +72,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	mounts := []corev1.VolumeMount{
 		{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
 		{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
-		{Name: base.VolumeJWTKey, MountPath: base.JWTKeyDir, ReadOnly: true},
+		{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
 		{Name: base.VolumeSpool, MountPath: slurmconf.StateSaveLocation},
 	}
 	var claims []corev1.PersistentVolumeClaimSpec
@@ -96,7 +92,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		})
 	}
 	if j := spec.Volumes.Jail; j != nil {
-		jv, jm, err := base.JailVolumes(sc, *j, nil)
+		jv, jm, _, err := base.JailVolumes(sc, *j, nil)
 		if err != nil {
 			return nil, fmt.Errorf("controller: %w", err)
 		}
@@ -106,10 +102,16 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	pod := corev1.PodSpec{
 		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
-			Name:         "slurmctld",
-			Image:        sc.Spec.Images.Controller,
-			Command:      []string{"slurmctld"},
-			Args:         []string{"-D", "-i"},
+			Name:  "slurmctld",
+			Image: sc.Spec.Images.Controller,
+			// slurmctld starts as root, reads the key, and runs as SlurmUser.
+			// The spool is the slurm user's, whatever the volume made it (hostPath and NFS
+			// volumes ignore fsGroup).
+			Command: []string{"/bin/sh", "-c", base.Script(
+				base.InstallJWTKey(),
+				base.InstallDir(slurmconf.StateSaveLocation, base.SlurmUser, "0750"),
+				"exec slurmctld -D -i",
+			)},
 			Ports:        []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmconf.SlurmctldPort}},
 			Resources:    *spec.Resources.DeepCopy(),
 			VolumeMounts: mounts,
@@ -127,7 +129,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 		TerminationGracePeriodSeconds: ptr.To[int64](60),
 		// Group slurm reads the JWT key and owns the spool.
-		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](SlurmUID)},
+		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](base.SlurmUID)},
 	}
 	pod.Containers = append(pod.Containers, base.Container(sc, corev1.Container{
 		Name:    "reconfigure",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/jailexec"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
@@ -22,7 +23,7 @@ import (
 var PopulateScript string
 
 // MarkerFile is the file, at the jail's root, that says the jail was populated.
-const MarkerFile = ".slurm-operator-populated"
+const MarkerFile = jailexec.MarkerFile
 
 // Job renders the populate Job, or nil when spec.populateJail is unset. Its name carries a hash
 // of the image and the overwrite flag, so a changed request runs a new Job once.

@@ -22,12 +22,13 @@ if [ -e "$MARKER" ] && [ "$OVERWRITE" != "true" ]; then
 fi
 if [ ! -e "$MARKER" ] && [ "$OVERWRITE" != "true" ]; then
   # A jail with data but no marker was filled by someone else: never overwrite it by accident.
-  for entry in "$JAIL"/* "$JAIL"/.[!.]*; do
-    [ -e "$entry" ] || continue
-    case "$(basename "$entry")" in lost+found) continue ;; esac
-    echo "jail is not empty and has no marker; refusing to overwrite it (set spec.populateJail.overwrite: true to replace it)" >&2
+  # Empty directories do not count: a container runtime may have made mountpoints in it.
+  data=$(find "$JAIL" -mindepth 1 -path "$JAIL/lost+found" -prune -o ! -type d -print 2>/dev/null | head -n 5)
+  if [ -n "$data" ]; then
+    echo "jail is not empty and has no marker; refusing to overwrite it (set spec.populateJail.overwrite: true to replace it). It holds, among others:" >&2
+    echo "$data" >&2
     exit 1
-  done
+  fi
 fi
 echo "populating the jail from $SOURCE"
 rm -f "$MARKER"

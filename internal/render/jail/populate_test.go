@@ -123,3 +123,38 @@ func TestAnOverwriteRunsOncePerRequest(t *testing.T) {
 		t.Fatal("a new overwrite request did not repopulate")
 	}
 }
+
+// A container runtime makes mountpoint directories in a volume before the Job runs; a jail
+// holding only empty directories is still empty.
+func TestMountpointDirectoriesMadeByARuntimeDoNotCountAsData(t *testing.T) {
+	src, dst := setup(t)
+	for _, d := range []string{"etc/slurm", "var/spool/slurmd", "etc/ssh/slurm-operator/host-keys", "lost+found"} {
+		if err := os.MkdirAll(filepath.Join(dst, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := run(t, src, dst, "false"); err != nil {
+		t.Fatalf("refused a jail of empty directories: %v: %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dst, jail.MarkerFile)); err != nil {
+		t.Fatal("marker not written")
+	}
+}
+
+// One file deep in otherwise empty directories is data: the jail is refused.
+func TestAFileDeepInEmptyDirectoriesIsData(t *testing.T) {
+	src, dst := setup(t)
+	deep := filepath.Join(dst, "home", "alice", "notes.txt")
+	_ = os.MkdirAll(filepath.Dir(deep), 0o755)
+	_ = os.WriteFile(deep, []byte("keep me"), 0o644)
+	out, err := run(t, src, dst, "false")
+	if err == nil {
+		t.Fatalf("a jail holding %s was populated over: %s", deep, out)
+	}
+	if !strings.Contains(out, "home/alice/notes.txt") {
+		t.Fatalf("the refusal does not name what it found: %s", out)
+	}
+	if b, _ := os.ReadFile(deep); string(b) != "keep me" {
+		t.Fatal("the user's file changed")
+	}
+}

@@ -76,7 +76,7 @@ func AuthorizedKeysConfigMap(in base.Input) *corev1.ConfigMap {
 func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sc := in.Cluster
 	spec := sc.Spec.SlurmNodes.Login
-	jailVols, jailMounts, err := base.JailVolumes(sc, spec.Volumes.Jail, spec.Volumes.JailSubMounts)
+	jailVols, jailMounts, subBinds, err := base.JailVolumes(sc, spec.Volumes.Jail, spec.Volumes.JailSubMounts)
 	if err != nil {
 		return nil, fmt.Errorf("login: %w", err)
 	}
@@ -92,23 +92,28 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			},
 		}},
 	)
-	inJail := func(p string) string { return base.JailDir + p }
 	mounts := append(jailMounts,
-		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: inJail(base.SlurmConfDir), ReadOnly: true},
+		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
 		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
-		corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: inJail(worker.SSHHostKeysDir), ReadOnly: true},
-		corev1.VolumeMount{Name: volumeAuthorizedKeys, MountPath: inJail(worker.AuthorizedKeysDir), ReadOnly: true},
+		corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: worker.HostKeysMountDir, ReadOnly: true},
+		// A directory mount (never subPath): the kubelet updates it in place when keys change.
+		corev1.VolumeMount{Name: volumeAuthorizedKeys, MountPath: authorizedKeysMountDir, ReadOnly: true},
 	)
+	binds := append([]base.JailBind{
+		{Source: base.ConfigMountDir, Target: base.SlurmConfDir, ReadOnly: true},
+		{Source: worker.HostKeysMountDir, Target: worker.SSHHostKeysDir, ReadOnly: true},
+		{Source: authorizedKeysMountDir, Target: worker.AuthorizedKeysDir, ReadOnly: true},
+	}, subBinds...)
 	sshd := base.Container(sc, corev1.Container{
 		Name:         "sshd",
 		Image:        sc.Spec.Images.Login,
-		Command:      []string{base.JailEntrypoint},
-		Args:         worker.SSHDArgs(spec.Sshd.Port),
+		Command:      base.JailExec(binds, worker.SSHDArgs(spec.Sshd.Port)...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    *spec.Resources.DeepCopy(),
 		VolumeMounts: mounts,
-		// The entrypoint bind-mounts /proc, /sys and /dev into the jail.
+		// The entrypoint mounts /proc, /sys, /dev and the pod's files into the jail, and users
+		// of the login node run what they like in it (docs/images.md).
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("ssh")}},
@@ -116,7 +121,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		},
 	})
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers:                []corev1.Container{worker.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, base.MungeSocketDir)},
 		Containers:                    []corev1.Container{sshd},
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -125,3 +130,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod}), nil
 }
+
+// authorizedKeysMountDir is where the login container mounts root's authorized keys, to bind
+// them into the jail.
+const authorizedKeysMountDir = base.PodFilesDir + "/authorized-keys"

@@ -12,7 +12,7 @@ import (
 )
 
 // MungeKeyFile is the key of the munge key in its Secret.
-const MungeKeyFile = "munge.key"
+const MungeKeyFile = base.MungeKeyFile
 
 // MungeKeySecret holds the munge key.
 func MungeKeySecret(in base.Input) *corev1.Secret {

@@ -18,6 +18,7 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
 const comp = slurmv1alpha1.ComponentWorker
@@ -38,19 +39,21 @@ func Service(in base.Input) *corev1.Service {
 func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sc := in.Cluster
 	spec := sc.Spec.SlurmNodes.Worker
-	jailVols, jailMounts, err := base.JailVolumes(sc, spec.Volumes.Jail, spec.Volumes.JailSubMounts)
+	jailVols, jailMounts, subBinds, err := base.JailVolumes(sc, spec.Volumes.Jail, spec.Volumes.JailSubMounts)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	volumes := append(base.CommonVolumes(sc), jailVols...)
-	volumes = append(volumes, corev1.Volume{Name: base.VolumeSSHHostKeys, VolumeSource: corev1.VolumeSource{
-		Secret: &corev1.SecretVolumeSource{SecretName: sc.SSHHostKeysSecretName(), DefaultMode: ptr.To[int32](0o400)},
-	}})
-	inJail := func(p string) string { return base.JailDir + p }
-	mounts := append(jailMounts,
-		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: inJail(base.SlurmConfDir), ReadOnly: true},
-		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
-		corev1.VolumeMount{Name: base.VolumeSpool, MountPath: inJail(slurmconf.SlurmdSpoolDir)},
+	volumes = append(volumes,
+		corev1.Volume{Name: base.VolumeSSHHostKeys, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: sc.SSHHostKeysSecretName(), DefaultMode: ptr.To[int32](0o400)},
+		}},
+		// /dev/shm for jobs: memory-backed, sized by the spec (the runtime's is 64 MiB).
+		corev1.Volume{Name: volumeShm, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: spec.SharedMemorySize,
+		}}},
+		// One /tmp for slurmd's jobs and ssh sessions on the node.
+		corev1.Volume{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
 	var claims []corev1.PersistentVolumeClaimSpec
 	var claimNames []string
@@ -79,49 +82,60 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		resources.Limits[name] = q
 		resources.Requests[name] = q
 	}
+	// What both containers see of the pod, and bind into the jail.
+	nodeMounts := append(append([]corev1.VolumeMount{}, jailMounts...),
+		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
+		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		corev1.VolumeMount{Name: volumeShm, MountPath: "/dev/shm"},
+		corev1.VolumeMount{Name: volumeTmp, MountPath: "/tmp"},
+	)
+	binds := append([]base.JailBind{{Source: base.ConfigMountDir, Target: base.SlurmConfDir, ReadOnly: true}}, subBinds...)
+	slurmdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: spoolMountDir, Target: slurmconf.SlurmdSpoolDir})
+	sshdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: HostKeysMountDir, Target: SSHHostKeysDir, ReadOnly: true})
+
 	env := base.PodIndexEnv(comp)
 	slurmd := base.Container(sc, corev1.Container{
 		Name:    "slurmd",
 		Image:   sc.Spec.Images.Worker,
-		Command: []string{base.JailEntrypoint},
-		Args:    []string{"slurmd", "-D", "-N", "$(SLURM_NODE_NAME)"},
+		Command: base.JailExec(slurmdBinds, "/bin/sh", "-c", SlurmdScript),
 		Env:     env,
 		Ports: []corev1.ContainerPort{
 			{Name: "slurmd", ContainerPort: slurmconf.SlurmdPort},
 		},
 		Resources:    resources,
-		VolumeMounts: mounts,
-		// slurmd creates cgroups and the entrypoint bind-mounts /proc, /sys and /dev into the
-		// jail: both need a privileged container.
+		VolumeMounts: append(nodeMounts, corev1.VolumeMount{Name: base.VolumeSpool, MountPath: spoolMountDir}),
+		// slurmd makes cgroups for jobs and the entrypoint mounts into the jail: nothing
+		// narrower than a privileged container allows both (docs/images.md).
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		// Ready when slurmctld hears from this node.
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmd")}},
-			PeriodSeconds: 5,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+				Command: base.JailExec(nil, "/bin/sh", "-c", ReadyScript),
+			}},
+			PeriodSeconds:  10,
+			TimeoutSeconds: 8,
 		},
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-			// Tell slurmctld the node is going away so no new job lands on it.
-			Command: []string{base.JailEntrypoint, "scontrol", "update", "nodename=$(SLURM_NODE_NAME)", "state=down", "reason=slurm-operator: pod stopping"},
+			Command: base.JailExec(nil, "/bin/sh", "-c", PreStopScript),
 		}}},
 	})
 	sshd := base.Container(sc, corev1.Container{
 		Name:    "sshd",
 		Image:   sc.Spec.Images.Worker,
-		Command: []string{base.JailEntrypoint},
-		Args:    SSHDArgs(22),
+		Command: base.JailExec(sshdBinds, SSHDArgs(22)...),
 		Env:     env,
 		Ports:   []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
-		VolumeMounts: append(append([]corev1.VolumeMount{}, jailMounts...),
-			corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: inJail(SSHHostKeysDir), ReadOnly: true},
-			corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		VolumeMounts: append(nodeMounts,
+			corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: HostKeysMountDir, ReadOnly: true},
 		),
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 	})
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers:                []corev1.Container{WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, base.MungeSocketDir)},
 		Containers:                    []corev1.Container{slurmd, sshd},
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
-		TerminationGracePeriodSeconds: ptr.To[int64](120),
+		TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriodSeconds),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	requireNodeLabels(&pod, in.GPU.RequireLabels)
@@ -129,6 +143,67 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Component: comp, Replicas: spec.Size, Pod: pod, Claims: claims, ClaimNames: claimNames, OnDelete: true,
 	}), nil
 }
+
+// WaitForJail is the init container of login and worker pods: it waits until the populate Job
+// has marked the jail complete, so no daemon starts in a half-copied jail.
+func WaitForJail(sc *slurmv1alpha1.SlurmCluster, image string) corev1.Container {
+	return base.Container(sc, corev1.Container{
+		Name:         "wait-for-jail",
+		Image:        image,
+		Command:      []string{base.JailEntrypoint, "--wait-populated"},
+		VolumeMounts: []corev1.VolumeMount{{Name: base.VolumeJail, MountPath: base.JailDir, ReadOnly: true}},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+		}},
+	})
+}
+
+const (
+	volumeShm = "shm"
+	volumeTmp = "tmp"
+	// spoolMountDir is where slurmd's container mounts its spool, bound into the jail.
+	spoolMountDir = base.PodFilesDir + "/spool"
+)
+
+// HostKeysMountDir is where login and worker containers mount the SSH host keys, bound into
+// the jail at SSHHostKeysDir.
+const HostKeysMountDir = base.PodFilesDir + "/ssh-host-keys"
+
+// TerminationGracePeriodSeconds bounds how long a stopping worker waits for its jobs (PreStopScript).
+const TerminationGracePeriodSeconds = 300
+
+// StoppingReason is the drain reason a stopping worker sets on its own node.
+const StoppingReason = slurm.ReasonPrefix + "pod stopping"
+
+// SlurmdScript starts slurmd as this pod's Slurm node. A drain this pod's preStop set (and only
+// that one: an admin's or another part of the operator's reason stays) is lifted first, so a
+// restarted worker takes jobs again.
+var SlurmdScript = `node=$SLURM_NODE_NAME
+if scontrol show node "$node" -o 2>/dev/null | grep -qF 'Reason=` + StoppingReason + ` ['; then
+  scontrol update nodename="$node" state=resume && echo "lifted the drain this pod set when it stopped"
+fi
+exec slurmd -D -N "$node"
+`
+
+// ReadyScript succeeds when slurmctld has heard from this node: its state is known and not
+// marked "not responding" (a trailing *).
+const ReadyScript = `state=$(scontrol show node "$SLURM_NODE_NAME" -o 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+case "$state" in ""|*'*'*|*NOT_RESPONDING*|UNKNOWN*|FUTURE*) echo "node $SLURM_NODE_NAME: ${state:-unknown to slurmctld}"; exit 1 ;; esac
+`
+
+// PreStopScript runs when the worker pod is stopped. It drains the node so no new job lands on
+// it, unless something (an admin, a scale-down, an update) drained or downed it already, whose
+// reason is kept; then it waits for the node's jobs to end, within the pod's grace period.
+// It never sets the node down: that would kill its jobs.
+var PreStopScript = `node=$SLURM_NODE_NAME
+state=$(scontrol show node "$node" -o 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+case "$state" in
+  "") echo "slurmctld does not answer; stopping"; exit 0 ;;
+  *DRAIN*|*DOWN*|*FAIL*) ;;
+  *) scontrol update nodename="$node" state=drain reason="` + StoppingReason + `" ;;
+esac
+while [ -n "$(squeue -h -w "$node" -o %i 2>/dev/null)" ]; do sleep 5; done
+`
 
 // gpuRequests are the extended resources a worker asks for: whole GPUs, or MIG devices of each
 // profile (MIG strategy mixed).
@@ -180,11 +255,14 @@ func requireNodeLabels(pod *corev1.PodSpec, labels map[string]string) {
 // SSHHostKeysDir is where the SSH host keys Secret is mounted inside the jail.
 const SSHHostKeysDir = "/etc/ssh/slurm-operator/host-keys"
 
-// AuthorizedKeysDir is where root's authorized keys are mounted inside the jail (login nodes).
+// AuthorizedKeysDir is where root's authorized keys are bound inside the jail (login nodes).
+// sshd reads them through AuthorizedKeysCommand: its StrictModes check of AuthorizedKeysFile
+// would refuse a ConfigMap volume, whose directories are not ownable, and a copy would not
+// follow key changes.
 const AuthorizedKeysDir = "/etc/ssh/slurm-operator/authorized-keys"
 
 // SSHDArgs are sshd's arguments on login and worker nodes: key-only logins, the shared host
-// keys, and root's keys from the operator's ConfigMap before the user's own.
+// keys, root's keys from the operator's ConfigMap, and each user's own ~/.ssh/authorized_keys.
 func SSHDArgs(port int32) []string {
 	return []string{
 		"/usr/sbin/sshd", "-D", "-e",
@@ -192,7 +270,9 @@ func SSHDArgs(port int32) []string {
 		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ed25519_key",
 		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ecdsa_key",
 		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_rsa_key",
-		"-o", "AuthorizedKeysFile=" + AuthorizedKeysDir + "/%u .ssh/authorized_keys",
+		"-o", "AuthorizedKeysFile=.ssh/authorized_keys",
+		"-o", "AuthorizedKeysCommand=/usr/bin/cat " + AuthorizedKeysDir + "/%u",
+		"-o", "AuthorizedKeysCommandUser=nobody",
 		"-o", "PasswordAuthentication=no",
 		"-o", "KbdInteractiveAuthentication=no",
 		"-o", "PermitRootLogin=prohibit-password",
