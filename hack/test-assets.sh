@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes test binaries (kube-apiserver, etcd, kubectl, helm) from the Go module
 # proxy at pinned versions, into a cache outside the clone, and prints the folder.
-# Work is skipped when the binaries exist. Usage: hack/test-assets.sh [--print-dir]
+# Work is skipped when the binaries exist.
+# Usage: hack/test-assets.sh [--print-dir]
+#        hack/test-assets.sh --k8s NAME...   (only these k8s.io/kubernetes/cmd binaries; hack/node-assets.sh uses it)
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
@@ -12,6 +14,8 @@ CACHE=${SLURM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-operator}
 OUT="$CACHE/k8s/$K8S_VERSION-etcd-$ETCD_VERSION"
 
 if [ "${1:-}" = "--print-dir" ]; then echo "$OUT"; exit 0; fi
+ONLY_K8S=()
+if [ "${1:-}" = "--k8s" ]; then shift; ONLY_K8S=("$@"); fi
 
 export GOFLAGS="-buildvcs=false -modcacherw" GOWORK=off
 mkdir -p "$OUT/src"
@@ -21,7 +25,7 @@ log() { echo "test-assets: $*" >&2; }
 # version, with its staging modules pinned to the matching release.
 k8s_module() {
   local src="$OUT/src/k8s"
-  cd "$src" 2>/dev/null && [ -f .ready ] && return 0
+  cd "$src" 2>/dev/null && [ -f .ready-all ] && return 0
   rm -rf "$src"; mkdir -p "$src"; cd "$src"
   go mod init slurm-operator-test-assets/k8s >/dev/null 2>&1
   go get "k8s.io/kubernetes@$K8S_VERSION" >/dev/null 2>&1
@@ -31,9 +35,14 @@ k8s_module() {
   for m in $(awk '$1 ~ /^k8s.io\// && $2=="v0.0.0" {print $1}' "$gomod" | sort -u); do
     go mod edit -replace "$m=$m@$K8S_STAGING_VERSION"
   done
-  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' > tools.go
+  # Every binary a test may need, so that one module (and one go.sum) serves them all.
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for c in kube-apiserver kubectl kubelet kube-proxy kube-controller-manager kube-scheduler; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
+    printf ')\n'
+  } > tools.go
   go mod tidy >/dev/null 2>&1
-  touch .ready
+  touch .ready-all
 }
 
 # build_k8s NAME builds k8s.io/kubernetes/cmd/NAME with version ldflags, unless it exists.
@@ -71,6 +80,14 @@ build_helm() {
   mv "$OUT/helm.tmp" "$OUT/helm"
 }
 
+mkdir -p "$OUT"
+exec 9>"$OUT/.lock"
+flock 9
+if [ ${#ONLY_K8S[@]} -gt 0 ]; then
+  for n in "${ONLY_K8S[@]}"; do build_k8s "$n"; done
+  echo "$OUT"
+  exit 0
+fi
 build_etcd
 build_k8s kube-apiserver
 build_k8s kubectl

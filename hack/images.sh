@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Builds the product's container images (images/*/Dockerfile and the root Dockerfile) with
+# BuildKit, without Docker or a registry: the Debian 13 base is made here by debootstrap and
+# given to every FROM that names debian:trixie-slim (or the distroless base) as a named context;
+# golang:1.26 is a local stand-in (hack/images/golang). Each image is kept as an OCI layout under
+# the cache, keyed by a hash of everything it is built from, and rebuilt only when that changes.
+#
+#   hack/images.sh                 build what is missing; print "REF DIR" per image
+#   hack/images.sh --print-dir     print the cache folder only
+#   IMAGES="worker jail" hack/images.sh   only these (and what they need)
+#
+# Needs root (debootstrap, buildkitd) and hack/node-assets.sh (buildkitd, buildctl, runc).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+. "$HERE/lib.sh"
+
+BASE_VERSION=trixie-v1
+CACHE=${SLURM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-operator}
+OUT=$CACHE/images
+TAG_SLURM=24.11
+MANAGER_TAG=${MANAGER_TAG:-0.1.0}
+
+case ${1:-} in
+--print-dir) echo "$OUT"; exit 0 ;;
+"") ;;
+*) echo "usage: $0 [--print-dir]" >&2; exit 2 ;;
+esac
+[ "$(id -u)" = 0 ] || { echo "images: must run as root (debootstrap, buildkitd)" >&2; exit 1; }
+
+T0=$(date +%s)
+log() { echo "images: [$(($(date +%s) - T0))s] $*" >&2; }
+
+# name | Dockerfile | image reference | extra inputs hashed with the Dockerfile's folder
+CATALOG="
+munge|images/munge/Dockerfile|docker.io/slurm-k8s/munge:$TAG_SLURM|
+controller|images/controller/Dockerfile|docker.io/slurm-k8s/slurmctld:$TAG_SLURM|
+accounting|images/accounting/Dockerfile|docker.io/slurm-k8s/slurmdbd:$TAG_SLURM|
+worker|images/worker/Dockerfile|docker.io/slurm-k8s/slurmd:$TAG_SLURM|go.mod go.sum cmd/slurm-jail-exec internal/jailexec
+login|images/login/Dockerfile|docker.io/slurm-k8s/login:$TAG_SLURM|@worker
+jail|images/jail/Dockerfile|docker.io/slurm-k8s/jail:$TAG_SLURM|
+manager|Dockerfile|docker.io/slurm-k8s/slurm-operator:$MANAGER_TAG|go.mod go.sum api cmd internal
+mariadb|test/node/mariadb/Dockerfile|docker.io/slurm-k8s-test/mariadb:11|
+"
+WANT=${IMAGES:-munge controller accounting worker login jail manager mariadb}
+
+NODE_ASSETS=$("$HERE/node-assets.sh" --print-dir)
+[ -x "$NODE_ASSETS/bin/buildkitd" ] || NODE_ASSETS=$("$HERE/node-assets.sh")
+BIN=$NODE_ASSETS/bin
+mkdir -p "$OUT"
+exec 8>"$OUT/.lock"
+flock 8
+
+# mkoci ROOTFS LAYOUT REF packs a root file system into a one-layer OCI image layout.
+mkoci() {
+	local rootfs=$1 out=$2 ref=$3 t
+	t=$(mktemp -d)
+	rm -rf "$out"; mkdir -p "$out/blobs/sha256"
+	tar --format=posix --numeric-owner --sort=name --mtime='2025-01-01 00:00:00Z' \
+		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+		--xattrs --xattrs-include='security.capability' \
+		--exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -C "$rootfs" -cf "$t/layer.tar" .
+	local diffid lsum lsize csum csize msum msize
+	diffid=$(sha256sum "$t/layer.tar" | cut -d' ' -f1)
+	gzip -n -1 "$t/layer.tar"
+	lsum=$(sha256sum "$t/layer.tar.gz" | cut -d' ' -f1); lsize=$(stat -c %s "$t/layer.tar.gz")
+	mv "$t/layer.tar.gz" "$out/blobs/sha256/$lsum"
+	jq -nc --arg d "sha256:$diffid" '{architecture:"amd64",os:"linux",created:"2025-01-01T00:00:00Z",
+		config:{Env:["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],Cmd:["bash"]},
+		rootfs:{type:"layers",diff_ids:[$d]},history:[{created:"2025-01-01T00:00:00Z",created_by:"debootstrap"}]}' >"$t/config.json"
+	csum=$(sha256sum "$t/config.json" | cut -d' ' -f1); csize=$(stat -c %s "$t/config.json")
+	mv "$t/config.json" "$out/blobs/sha256/$csum"
+	jq -nc --arg c "sha256:$csum" --argjson cs "$csize" --arg l "sha256:$lsum" --argjson ls "$lsize" \
+		'{schemaVersion:2,mediaType:"application/vnd.oci.image.manifest.v1+json",
+		config:{mediaType:"application/vnd.oci.image.config.v1+json",digest:$c,size:$cs},
+		layers:[{mediaType:"application/vnd.oci.image.layer.v1.tar+gzip",digest:$l,size:$ls}]}' >"$t/manifest.json"
+	msum=$(sha256sum "$t/manifest.json" | cut -d' ' -f1); msize=$(stat -c %s "$t/manifest.json")
+	mv "$t/manifest.json" "$out/blobs/sha256/$msum"
+	echo '{"imageLayoutVersion":"1.0.0"}' >"$out/oci-layout"
+	jq -nc --arg m "sha256:$msum" --argjson ms "$msize" --arg ref "$ref" \
+		'{schemaVersion:2,mediaType:"application/vnd.oci.image.index.v1+json",
+		manifests:[{mediaType:"application/vnd.oci.image.manifest.v1+json",digest:$m,size:$ms,
+		platform:{architecture:"amd64",os:"linux"},annotations:{"io.containerd.image.name":$ref,"org.opencontainers.image.ref.name":$ref}}]}' >"$out/index.json"
+	rm -rf "$t"
+}
+
+# digest LAYOUT prints the manifest digest of a one-image OCI layout.
+digest() { jq -r '.manifests[0].digest' "$1/index.json"; }
+
+# The Debian 13 base (what debian:trixie-slim is): debootstrap minbase, the stable updates and
+# security suites, no documentation, services never started during builds.
+build_base() {
+	local dir=$OUT/base-$BASE_VERSION
+	[ -f "$dir/index.json" ] && { echo "$dir"; return 0; }
+	need_debs debootstrap
+	local mirror
+	mirror=${SLURM_ROOTFS_MIRROR:-$(debian_mirror || true)}
+	[ -n "$mirror" ] || { log "no Debian mirror in the apt sources; set SLURM_ROOTFS_MIRROR"; exit 1; }
+	local rootfs=$OUT/.base-rootfs
+	rm -rf --one-file-system "$rootfs"
+	local script=trixie
+	[ -e /usr/share/debootstrap/scripts/trixie ] || script=/usr/share/debootstrap/scripts/sid
+	log "debootstrap trixie from $mirror"
+	unshare --mount --propagation private -- debootstrap --variant=minbase trixie "$rootfs" "$mirror" "$script" >"$OUT/base.log" 2>&1 ||
+		{ tail -20 "$OUT/base.log" >&2; exit 1; }
+	printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"; chmod 755 "$rootfs/usr/sbin/policy-rc.d"
+	printf 'path-exclude /usr/share/doc/*\npath-include /usr/share/doc/*/copyright\npath-exclude /usr/share/man/*\npath-exclude /usr/share/info/*\npath-exclude /usr/share/locale/*\npath-include /usr/share/locale/locale.alias\n' \
+		>"$rootfs/etc/dpkg/dpkg.cfg.d/slim"
+	echo 'Acquire::Languages "none";' >"$rootfs/etc/apt/apt.conf.d/no-languages"
+	rm -f "$rootfs/etc/apt/sources.list"
+	printf 'Types: deb\nURIs: %s\nSuites: trixie trixie-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: %s-security\nSuites: trixie-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$mirror" "${mirror%/}" >"$rootfs/etc/apt/sources.list.d/debian.sources"
+	cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+	unshare --mount --propagation private -- sh -c "mount -t proc proc '$rootfs/proc' && chroot '$rootfs' sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get -y -q upgrade && apt-get clean'" >>"$OUT/base.log" 2>&1 ||
+		{ tail -20 "$OUT/base.log" >&2; exit 1; }
+	rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
+	find "$rootfs/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete 2>/dev/null || true
+	rm -f "$rootfs/etc/resolv.conf" "$rootfs/etc/hostname"
+	printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$rootfs/etc/hosts"
+	: >"$rootfs/etc/machine-id"
+	mkoci "$rootfs" "$dir.tmp" docker.io/library/debian:trixie-slim
+	rm -rf --one-file-system "$rootfs"
+	mv -T "$dir.tmp" "$dir"
+	log "base image: $dir"
+	echo "$dir"
+}
+
+BK=$CACHE/buildkit
+BK_SOCK=$BK/run/buildkitd.sock
+BK_PID=""
+start_buildkitd() {
+	[ -n "$BK_PID" ] && return 0
+	mkdir -p "$BK/root" "$BK/run"
+	cat >"$BK/buildkitd.toml" <<TOML
+root = "$BK/root"
+[grpc]
+  address = ["unix://$BK_SOCK"]
+[otel]
+  socketPath = "$BK/run/otel-grpc.sock"
+[cdi]
+  disabled = true
+[worker.oci]
+  enabled = true
+  snapshotter = "overlayfs"
+  binary = "$BIN/runc"
+  gc = true
+  reservedSpace = "2GB"
+  maxUsedSpace = "20GB"
+[worker.containerd]
+  enabled = false
+TOML
+	PATH=$BIN:$PATH "$BIN/buildkitd" --config "$BK/buildkitd.toml" >"$BK/buildkitd.log" 2>&1 &
+	BK_PID=$!
+	trap stop_buildkitd EXIT
+	local i
+	for i in $(seq 1 60); do
+		"$BIN/buildctl" --addr "unix://$BK_SOCK" debug workers >/dev/null 2>&1 && return 0
+		kill -0 "$BK_PID" 2>/dev/null || break
+		sleep 0.5
+	done
+	tail -20 "$BK/buildkitd.log" >&2
+	log "buildkitd did not start"
+	exit 1
+}
+stop_buildkitd() {
+	[ -n "$BK_PID" ] || return 0
+	kill "$BK_PID" 2>/dev/null || true
+	wait "$BK_PID" 2>/dev/null || true
+	BK_PID=""
+	# buildkitd's runc state and mounts go with it; its cgroups stay empty and are removed.
+	find /sys/fs/cgroup -depth -type d -name buildkit -exec rmdir {} + 2>/dev/null || true
+}
+
+BASE=$(build_base)
+BASE_DGST=$(digest "$BASE")
+
+# build NAME DOCKERFILE REF LAYOUT [buildctl options...]
+build() {
+	local name=$1 dockerfile=$2 ref=$3 dest=$4
+	shift 4
+	start_buildkitd
+	log "building $name ($ref)"
+	local t=$dest.tmp
+	rm -rf "$t"
+	# Images with Go code build from the repository (its .dockerignore); the others from their
+	# own folder.
+	local context=$ROOT/$(dirname "$dockerfile")
+	grep -q 'GO_IMAGE' "$ROOT/$dockerfile" && context=$ROOT
+	if ! "$BIN/buildctl" --addr "unix://$BK_SOCK" build --progress=plain \
+		--frontend dockerfile.v0 --opt cmdline= \
+		--local context="$context" --local dockerfile="$ROOT/$(dirname "$dockerfile")" --opt filename="$(basename "$dockerfile")" \
+		--oci-layout base="$BASE" \
+		--opt "context:debian:trixie-slim=oci-layout://base@$BASE_DGST" \
+		--opt "context:gcr.io/distroless/static:nonroot=oci-layout://base@$BASE_DGST" \
+		"$@" --output "type=oci,tar=false,dest=$t,name=$ref" >"$OUT/$name.log" 2>&1; then
+		tail -40 "$OUT/$name.log" >&2
+		log "building $name failed (log: $OUT/$name.log)"
+		exit 1
+	fi
+	# buildctl's layout may name the image by its tag only; containerd wants the full name.
+	jq --arg ref "$ref" '.manifests[0].annotations["io.containerd.image.name"] = $ref' "$t/index.json" >"$t/index.json.new"
+	mv "$t/index.json.new" "$t/index.json"
+	rm -rf "$dest"; mv -T "$t" "$dest"
+}
+
+# inputs_hash FILES... hashes the content of files and folders (and this script).
+inputs_hash() {
+	(
+		cd "$ROOT"
+		{
+			sha256sum "$HERE/images.sh"
+			echo "$BASE_DGST"
+			find "$@" -type f -not -name '*_test.go' -print0 | sort -z | xargs -0 sha256sum
+		} | sha256sum | cut -c1-16
+	)
+}
+
+GOLANG=""
+golang_image() {
+	[ -n "$GOLANG" ] && return 0
+	local h ctx
+	h=$(cd "$ROOT" && { go version; inputs_hash hack/images/golang; } | sha256sum | cut -c1-16)
+	GOLANG=$OUT/golang-$h
+	[ -f "$GOLANG/index.json" ] && return 0
+	ctx=$(mktemp -d)
+	cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
+	build golang hack/images/golang/Dockerfile docker.io/library/golang:1.26 "$GOLANG" \
+		--local gotree="$(go env GOROOT)" --opt context:gotree=local:gotree \
+		--local hostca="$ctx" --opt context:hostca=local:hostca \
+		--opt build-arg:GOPROXY="$(go env GOPROXY)"
+	rm -rf "$ctx"
+}
+
+declare -A DONE=()
+build_image() {
+	local want=$1 line name df ref inputs
+	[ -n "${DONE[$want]:-}" ] && return 0
+	line=$(echo "$CATALOG" | grep "^$want|") || { log "no image $want"; exit 2; }
+	IFS='|' read -r name df ref inputs <<<"$line"
+	local extra=() paths=("$(dirname "$df")")
+	[ "$df" = Dockerfile ] && paths=(Dockerfile .dockerignore)
+	local in
+	for in in $inputs; do
+		case $in in
+		@*)
+			build_image "${in#@}"
+			local dep=${DONE[${in#@}]} depref
+			depref=$(echo "$CATALOG" | grep "^${in#@}|" | cut -d'|' -f3)
+			extra+=(--oci-layout "${in#@}=$dep" --opt "context:${depref#docker.io/}=oci-layout://${in#@}@$(digest "$dep")")
+			paths+=("$dep/index.json")
+			;;
+		*) paths+=("$in") ;;
+		esac
+	done
+	if grep -q 'GO_IMAGE' "$ROOT/$df"; then
+		golang_image
+		extra+=(--oci-layout golang="$GOLANG" --opt "context:golang:1.26=oci-layout://golang@$(digest "$GOLANG")")
+		paths+=("$GOLANG/index.json")
+	fi
+	local dest
+	dest=$OUT/$name-$(inputs_hash "${paths[@]}")
+	if [ ! -f "$dest/index.json" ]; then
+		build "$name" "$df" "$ref" "$dest" "${extra[@]}"
+		# Older builds of this image are of no more use.
+		find "$OUT" -maxdepth 1 -name "$name-*" -not -path "$dest" -exec rm -rf {} +
+	fi
+	DONE[$name]=$dest
+	echo "$ref $dest"
+}
+
+for w in $WANT; do build_image "$w"; done
+stop_buildkitd
+log "done"

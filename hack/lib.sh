@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Shared by the hack/ scripts: sourced, never run.
+
+# debian_mirror prints the archive URI of the host's own Debian release from the apt sources
+# (one-line .list files and deb822 .sources files). The security and updates suites do not
+# match the bare codename, so they are skipped.
+debian_mirror() {
+	local codename files=()
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	[ -n "$codename" ] || return 1
+	[ -f /etc/apt/sources.list ] && files+=(/etc/apt/sources.list)
+	local f
+	for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && files+=("$f")
+	done
+	[ ${#files[@]} -gt 0 ] || return 1
+	awk -v want="$codename" '
+		function flush() {
+			if (deb && enabled && uris != "") {
+				n = split(suites, s, /[ \t]+/)
+				for (i = 1; i <= n; i++) if (s[i] == want) { split(uris, u, /[ \t]+/); print u[1]; found = 1; exit }
+			}
+			deb = 0; enabled = 1; uris = ""; suites = ""
+		}
+		BEGIN { enabled = 1 }
+		FNR == 1 { flush() }
+		FILENAME ~ /\.list$/ {
+			sub(/#.*/, "")
+			if ($1 != "deb") next
+			i = 2
+			if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+			if ($(i + 1) == want) { print $i; found = 1; exit }
+			next
+		}
+		/^[ \t]*#/ { next }
+		/^[ \t]*$/ { flush(); next }
+		{
+			key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^[ \t]+/, "")
+			if (key == "types") deb = ($0 ~ /(^|[ \t])deb([ \t]|$)/)
+			else if (key == "uris") uris = $0
+			else if (key == "suites") suites = $0
+			else if (key == "enabled") enabled = (tolower($0) != "no")
+		}
+		END { if (!found) flush() }
+	' "${files[@]}"
+}
+
+
+# need_debs installs the Debian packages (by name) that are not installed yet.
+need_debs() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "installing ${missing[*]}" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+}

@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# A real one-node Kubernetes on this machine, from the binaries hack/test-assets.sh and
+# hack/node-assets.sh build: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# containerd + runc + the CNI bridge, the kubelet, kube-proxy (iptables) and CoreDNS (on the
+# host, at the pod bridge's address). The node has fake GPUs: two nvidia.com/gpu in its
+# capacity, the GPU Operator's labels, and /dev/nvidia0, /dev/nvidia1 as character devices.
+#
+#   hack/node.sh up        start it (needs root); prints the admin kubeconfig's path
+#   hack/node.sh import F  import an OCI image layout folder into the node's containerd
+#   hack/node.sh down      stop it and undo everything it did to this machine
+#   hack/node.sh logs      print where the components' logs are
+#
+# Everything lives under $NODE_DIR (default /tmp/slurm-operator-node). What it changes outside
+# (iptables chains, the bridge, sysctls, cgroups, device files, the kubelet's fixed paths) is
+# recorded first, and `down` removes only what `up` made.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+R=${NODE_DIR:-/tmp/slurm-operator-node}
+NODE=${NODE_NAME:-slurm-test-node}
+K8S=$("$HERE/test-assets.sh" --print-dir)
+N=$("$HERE/node-assets.sh" --print-dir)
+BIN=$N/bin
+P=$R/pki
+L=$R/logs
+C=$R/containerd
+GW=10.244.0.1
+SOCK=$C/containerd.sock
+GPUS=${NODE_FAKE_GPUS:-2}
+export PATH=$BIN:$K8S:$PATH
+
+log() { echo "node: $*" >&2; }
+kc() { "$K8S/kubectl" --kubeconfig "$R/admin.kubeconfig" "$@"; }
+alive() { [ -f "$R/$1.pid" ] && kill -0 "$(cat "$R/$1.pid")" 2>/dev/null; }
+start() {
+	local n=$1
+	shift
+	"$@" >"$L/$n.log" 2>&1 &
+	echo $! >"$R/$n.pid"
+}
+wait_for() {
+	local what=$1 tries=$2
+	shift 2
+	local i
+	for i in $(seq 1 "$tries"); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	log "$what did not come up; its log ends with:"
+	tail -n 30 "$L/$what.log" >&2 || true
+	return 1
+}
+
+node_ip() { ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i <= NF; i++) if ($i == "src") print $(i + 1)}'; }
+
+pki() {
+	mkdir -p "$P"
+	local ip=$1
+	(
+		cd "$P"
+		openssl genrsa -out ca.key 2048 2>/dev/null
+		openssl req -x509 -new -nodes -key ca.key -subj "/CN=slurm-operator-test-ca" -days 30 -out ca.crt 2>/dev/null
+		sign() {
+			local n=$1 subj=$2 sans=${3:-}
+			openssl genrsa -out "$n.key" 2048 2>/dev/null
+			openssl req -new -key "$n.key" -subj "$subj" -out "$n.csr" 2>/dev/null
+			if [ -n "$sans" ]; then
+				printf "subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n" "$sans" >"$n.ext"
+			else
+				printf "extendedKeyUsage=clientAuth\n" >"$n.ext"
+			fi
+			openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile "$n.ext" -out "$n.crt" 2>/dev/null
+		}
+		sign apiserver "/CN=kube-apiserver" "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:10.96.0.1,IP:$ip"
+		sign admin "/O=system:masters/CN=kubernetes-admin"
+		sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+		sign kubelet "/O=system:nodes/CN=system:node:$NODE" "DNS:$NODE,IP:$ip"
+		sign controller-manager "/CN=system:kube-controller-manager"
+		sign scheduler "/CN=system:kube-scheduler"
+		openssl genrsa -out sa.key 2048 2>/dev/null
+		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+	)
+	local n
+	for n in admin kubelet controller-manager scheduler; do
+		local f=$R/$n.kubeconfig
+		"$K8S/kubectl" config --kubeconfig="$f" set-cluster local --server=https://127.0.0.1:6443 --certificate-authority="$P/ca.crt" --embed-certs >/dev/null
+		"$K8S/kubectl" config --kubeconfig="$f" set-credentials "$n" --client-certificate="$P/$n.crt" --client-key="$P/$n.key" --embed-certs >/dev/null
+		"$K8S/kubectl" config --kubeconfig="$f" set-context default --cluster=local --user="$n" >/dev/null
+		"$K8S/kubectl" config --kubeconfig="$f" use-context default >/dev/null
+	done
+}
+
+# baseline records what `down` must restore, before anything is changed.
+baseline() {
+	mkdir -p "$R/baseline"
+	local k
+	for k in vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys \
+		kernel.keys.root_maxbytes net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do
+		v=$(sysctl -n "$k" 2>/dev/null) && echo "$k=$v"
+	done >"$R/baseline/sysctl"
+	iptables-save >"$R/baseline/iptables" 2>/dev/null || true
+	: >"$R/baseline/made"
+	local p
+	for p in /var/lib/kubelet /var/log/containers /var/lib/cni /run/containerd /var/log/pods; do
+		[ -e "$p" ] || echo "$p" >>"$R/baseline/made"
+	done
+	local i
+	for i in $(seq 0 $((GPUS - 1))) ctl; do
+		[ -e "/dev/nvidia$i" ] || echo "/dev/nvidia$i" >>"$R/baseline/made"
+	done
+}
+
+pause_image() {
+	local dir=$R/pause-rootfs
+	mkdir -p "$dir"
+	gcc -static -O2 -o "$dir/pause" "$HERE/node/pause.c"
+	local t
+	t=$(mktemp -d)
+	tar --numeric-owner --owner=0 --group=0 -C "$dir" -cf "$t/layer.tar" pause
+	local lsum csum
+	lsum=$(sha256sum "$t/layer.tar" | cut -d' ' -f1)
+	mkdir "$t/$lsum"; mv "$t/layer.tar" "$t/$lsum/layer.tar"
+	jq -nc --arg d "sha256:$lsum" '{architecture:"amd64",os:"linux",config:{Entrypoint:["/pause"]},rootfs:{type:"layers",diff_ids:[$d]}}' >"$t/config.json"
+	csum=$(sha256sum "$t/config.json" | cut -d' ' -f1); mv "$t/config.json" "$t/$csum.json"
+	jq -nc --arg c "$csum.json" --arg l "$lsum/layer.tar" '[{Config:$c,RepoTags:["docker.io/slurm-k8s-test/pause:1"],Layers:[$l]}]' >"$t/manifest.json"
+	tar -C "$t" -cf "$R/pause.tar" manifest.json "$csum.json" "$lsum"
+	rm -rf "$t"
+	"$BIN/ctr" --address "$SOCK" -n k8s.io images import "$R/pause.tar" >/dev/null
+}
+
+containerd_up() {
+	mkdir -p "$C"/{root,state,shim,runc} "$R"/cni/{net.d,ipam} "$R/cdi"
+	cat >"$C/config.toml" <<TOML
+version = 4
+root = '$C/root'
+state = '$C/state'
+disabled_plugins = ['io.containerd.internal.v1.opt', 'io.containerd.snapshotter.v1.btrfs', 'io.containerd.snapshotter.v1.zfs', 'io.containerd.snapshotter.v1.devmapper', 'io.containerd.snapshotter.v1.erofs', 'io.containerd.differ.v1.erofs', 'io.containerd.snapshotter.v1.blockfile', 'io.containerd.image-verifier.v1.bindir']
+[plugins]
+  [plugins.'io.containerd.server.v1.grpc']
+    address = '$SOCK'
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = '$SOCK.ttrpc'
+  [plugins.'io.containerd.shim.v1.manager']
+    socket_dir = '$C/shim'
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = 'docker.io/slurm-k8s-test/pause:1'
+  [plugins.'io.containerd.cri.v1.runtime']
+    netns_mounts_under_state_dir = true
+    # Machines without CAP_SYS_RESOURCE refuse a negative oom_score_adj.
+    restrict_oom_score_adj = true
+    cdi_spec_dirs = ['$R/cdi']
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+        runtime_type = 'io.containerd.runc.v2'
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+          BinaryName = '$BIN/runc'
+          Root = '$C/runc'
+          SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['$N/cni-bin']
+      conf_dir = '$R/cni/net.d'
+TOML
+	cat >"$R/cni/net.d/10-slurm-test.conflist" <<JSON
+{"cniVersion": "1.0.0", "name": "slurm-test", "plugins": [
+  {"type": "bridge", "bridge": "slurmtest0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "$R/cni/ipam", "ranges": [[{"subnet": "10.244.0.0/24", "gateway": "$GW"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+JSON
+	start containerd "$BIN/containerd" --config "$C/config.toml"
+	wait_for containerd 60 test -S "$SOCK"
+}
+
+control_plane_up() {
+	local ip=$1
+	mkdir -p "$R/etcd"
+	start etcd "$K8S/etcd" --name default --data-dir "$R/etcd" \
+		--listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+		--initial-cluster default=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381
+	wait_for etcd 60 curl -sf http://127.0.0.1:2379/health
+	start kube-apiserver "$K8S/kube-apiserver" \
+		--etcd-servers=http://127.0.0.1:2379 --advertise-address="$ip" --secure-port=6443 \
+		--cert-dir="$R/apiserver-certs" --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+		--client-ca-file="$P/ca.crt" --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-cluster-ip-range=10.96.0.0/16 --authorization-mode=Node,RBAC \
+		--enable-admission-plugins=NodeRestriction --allow-privileged=true \
+		--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
+		--kubelet-preferred-address-types=InternalIP,Hostname
+	wait_for kube-apiserver 240 kc get --raw /readyz
+	start kube-controller-manager "$N/bin/kube-controller-manager" \
+		--kubeconfig="$R/controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$R/controller-manager.kubeconfig" --authorization-kubeconfig="$R/controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
+		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+		--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+		--service-cluster-ip-range=10.96.0.0/16 --allocate-node-cidrs=false
+	start kube-scheduler "$N/bin/kube-scheduler" \
+		--kubeconfig="$R/scheduler.kubeconfig" \
+		--authentication-kubeconfig="$R/scheduler.kubeconfig" --authorization-kubeconfig="$R/scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false
+}
+
+kubelet_up() {
+	local ip=$1
+	mkdir -p "$R/kubelet" "$R/pod-logs"
+	cat >"$R/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $P/ca.crt}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$SOCK
+imageServiceEndpoint: unix://$SOCK
+podLogsDir: $R/pod-logs
+clusterDomain: cluster.local
+clusterDNS: [$GW]
+resolvConf: /etc/resolv.conf
+address: $ip
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+tlsCertFile: $P/kubelet.crt
+tlsPrivateKeyFile: $P/kubelet.key
+# No registry: locally imported images can never be pulled again, so never collect them.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+maxPods: 60
+YAML
+	start kubelet "$N/bin/kubelet" --config="$R/kubelet/config.yaml" --kubeconfig="$R/kubelet.kubeconfig" \
+		--root-dir="$R/kubelet" --cert-dir="$R/kubelet/pki" --node-ip="$ip" --hostname-override="$NODE" --v=1
+	wait_for kubelet 120 kc get node "$NODE"
+}
+
+dns_and_proxy_up() {
+	# CoreDNS listens on the bridge's address; make the bridge now so it can bind.
+	if ! ip link show slurmtest0 >/dev/null 2>&1; then
+		ip link add slurmtest0 type bridge
+		ip addr add "$GW/24" dev slurmtest0
+		ip link set slurmtest0 up
+	fi
+	mkdir -p "$R/coredns"
+	cat >"$R/coredns/Corefile" <<CF
+.:53 {
+    bind $GW
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $R/admin.kubeconfig default
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 5
+}
+CF
+	start coredns "$BIN/coredns" -conf "$R/coredns/Corefile"
+	start kube-proxy "$N/bin/kube-proxy" --kubeconfig="$R/admin.kubeconfig" --hostname-override="$NODE" \
+		--proxy-mode=iptables --cluster-cidr=10.244.0.0/24 \
+		--iptables-localhost-nodeports=false --conntrack-max-per-core=0 \
+		--conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0 \
+		--metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
+	wait_for kube-proxy 60 curl -sf http://127.0.0.1:10256/healthz
+}
+
+fake_gpus() {
+	local i
+	for i in $(seq 0 $((GPUS - 1))); do
+		[ -e "/dev/nvidia$i" ] || mknod -m 666 "/dev/nvidia$i" c 195 "$i"
+	done
+	[ -e /dev/nvidiactl ] || mknod -m 666 /dev/nvidiactl c 195 255
+	kc label node "$NODE" --overwrite nvidia.com/gpu.present=true nvidia.com/gpu.count="$GPUS" \
+		nvidia.com/gpu.product=Stand-In-GPU nvidia.com/gpu.memory=1024 >/dev/null
+	kc patch node "$NODE" --subresource=status --type=json \
+		-p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$GPUS\"}]" >/dev/null
+}
+
+up() {
+	[ "$(id -u)" = 0 ] || { log "must run as root"; exit 1; }
+	if alive kube-apiserver; then log "already up"; echo "$R/admin.kubeconfig"; return 0; fi
+	[ -x "$BIN/kubelet" ] && [ -x "$K8S/kube-apiserver" ] || { log "run hack/test-assets.sh and hack/node-assets.sh first"; exit 1; }
+	grep -q overlay /proc/filesystems || { log "this kernel has no overlayfs"; exit 1; }
+	need_debs iptables openssl
+	rm -rf "$R"
+	mkdir -p "$R" "$L"
+	baseline
+	local ip
+	ip=$(node_ip)
+	[ -n "$ip" ] || { log "no node address (no default route)"; exit 1; }
+	local t0=$SECONDS
+	pki "$ip"
+	containerd_up
+	pause_image
+	control_plane_up "$ip"
+	dns_and_proxy_up
+	kubelet_up "$ip"
+	fake_gpus
+	wait_for kubelet 120 sh -c "'$K8S/kubectl' --kubeconfig '$R/admin.kubeconfig' get node '$NODE' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+	# Pods need their namespace's default ServiceAccount, which the controller-manager makes.
+	wait_for kube-controller-manager 120 kc get serviceaccount default -n default
+	log "up in $((SECONDS - t0))s: node $NODE at $ip"
+	echo "$R/admin.kubeconfig"
+}
+
+import() {
+	local dir=$1
+	[ -f "$dir/index.json" ] || { log "$dir is not an OCI image layout"; exit 1; }
+	tar -C "$dir" -cf - . | "$BIN/ctr" --address "$SOCK" -n k8s.io images import --no-unpack=false - >/dev/null
+}
+
+stop() {
+	alive "$1" || return 0
+	local p i
+	p=$(cat "$R/$1.pid")
+	kill "$p" 2>/dev/null || true
+	for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.5; done
+	kill -9 "$p" 2>/dev/null || true
+}
+
+down() {
+	[ -d "$R" ] || { log "nothing to stop"; return 0; }
+	if alive kube-apiserver && alive kubelet; then
+		# Let the kubelet stop the pods properly (CNI teardown, unmounts).
+		kc delete namespace --all --wait=false >/dev/null 2>&1 || true
+		kc delete pods --all -A --grace-period=1 --timeout=60s >/dev/null 2>&1 || true
+	fi
+	local n
+	for n in kubelet kube-proxy coredns kube-scheduler kube-controller-manager; do stop "$n"; done
+	if [ -d "$C/runc/k8s.io" ]; then
+		for n in $("$BIN/runc" --root "$C/runc/k8s.io" list -q 2>/dev/null); do "$BIN/runc" --root "$C/runc/k8s.io" delete -f "$n" >/dev/null 2>&1 || true; done
+	fi
+	for n in $(pgrep -f "containerd-shim-runc-v2 .*-address $SOCK" || true); do kill -9 "$n" 2>/dev/null || true; done
+	stop containerd
+	stop kube-apiserver
+	stop etcd
+	# Mounts under our folder, deepest first.
+	local m
+	for m in $(awk -v r="$R" 'index($5, r) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done
+	ip link show slurmtest0 >/dev/null 2>&1 && ip link del slurmtest0
+	# iptables: our chains (KUBE-*, CNI-*) and the jumps to them; tables nobody used before.
+	local t rule ch
+	for t in filter nat mangle; do
+		iptables-save -t "$t" 2>/dev/null | grep -E '^-A [A-Z-]+ .*-j (KUBE-|CNI-)' | grep -vE '^-A (KUBE-|CNI-)' | sed 's/^-A/-D/' |
+			while read -r rule; do eval "iptables -t $t $rule" 2>/dev/null || true; done
+		for ch in $(iptables-save -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do iptables -t "$t" -F "$ch" 2>/dev/null || true; done
+		for ch in $(iptables-save -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do iptables -t "$t" -X "$ch" 2>/dev/null || true; done
+	done
+	if [ -f "$R/baseline/iptables" ] && ! grep -q '^\*' "$R/baseline/iptables" && ! iptables-save 2>/dev/null | grep -q '^-A'; then
+		for t in filter nat mangle; do nft delete table ip "$t" 2>/dev/null || true; done
+	fi
+	if [ -f "$R/baseline/sysctl" ]; then
+		while IFS='=' read -r k v; do sysctl -qw "$k=$v" 2>/dev/null || true; done <"$R/baseline/sysctl"
+	fi
+	local top d
+	for top in kubepods k8s.io; do
+		for d in /sys/fs/cgroup/*/"$top" /sys/fs/cgroup/"$top"; do
+			[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+		done
+	done
+	if [ -f "$R/baseline/made" ]; then
+		while read -r p; do rm -rf --one-file-system "$p"; done <"$R/baseline/made"
+	fi
+	rm -rf --one-file-system "$R"
+	log "down"
+}
+
+case ${1:-} in
+up) up ;;
+down) down ;;
+import) shift; for d in "$@"; do import "$d"; done ;;
+logs) echo "$L" ;;
+*) echo "usage: $0 up|down|import DIR...|logs" >&2; exit 2 ;;
+esac
