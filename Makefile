@@ -51,10 +51,23 @@ test-assets: ## Build kube-apiserver and etcd for the tests (cached).
 slurm-rootfs: ## Build the Debian 13 root file system with Slurm 24.11 for the real-Slurm tests (cached).
 	hack/slurm-rootfs.sh >/dev/null
 
+.PHONY: node-assets
+node-assets: test-assets ## Build the node's binaries: kubelet, containerd, runc, CNI, CoreDNS, BuildKit (cached).
+	hack/node-assets.sh >/dev/null
+
+.PHONY: images
+images: node-assets ## Build every image with BuildKit on a debootstrap'd Debian 13 base (cached; needs root).
+	hack/images.sh
+
 .PHONY: test
-test: check-generated lint test-assets slurm-rootfs ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e.
+test: check-generated lint test-assets slurm-rootfs node-assets ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, the node test.
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
-	  go test $(GO_TEST_FLAGS) ./...
+	  go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node)
+	$(MAKE) test-node
+
+.PHONY: test-node
+test-node: node-assets ## The node test: images, a real one-node Kubernetes, the chart, ssh, jobs (needs root).
+	NODE_TEST=1 go test -count=1 -timeout 60m -v ./test/node/
 
 .PHONY: test-slurm
 test-slurm: slurm-rootfs ## Run only the real-Slurm tests (verbose).

@@ -243,7 +243,7 @@ YAML
 	wait_for kubelet 120 kc get node "$NODE"
 }
 
-dns_and_proxy_up() {
+dns_up() {
 	# CoreDNS listens on the bridge's address; make the bridge now so it can bind.
 	if ! ip link show slurmtest0 >/dev/null 2>&1; then
 		ip link add slurmtest0 type bridge
@@ -264,12 +264,15 @@ dns_and_proxy_up() {
 }
 CF
 	start coredns "$BIN/coredns" -conf "$R/coredns/Corefile"
+}
+
+proxy_up() {
 	start kube-proxy "$N/bin/kube-proxy" --kubeconfig="$R/admin.kubeconfig" --hostname-override="$NODE" \
 		--proxy-mode=iptables --cluster-cidr=10.244.0.0/24 \
 		--iptables-localhost-nodeports=false --conntrack-max-per-core=0 \
 		--conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0 \
 		--metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
-	wait_for kube-proxy 60 curl -sf http://127.0.0.1:10256/healthz
+	wait_for kube-proxy 120 curl -sf http://127.0.0.1:10256/healthz
 }
 
 fake_gpus() {
@@ -301,8 +304,9 @@ up() {
 	containerd_up
 	pause_image
 	control_plane_up "$ip"
-	dns_and_proxy_up
+	dns_up
 	kubelet_up "$ip"
+	proxy_up
 	fake_gpus
 	wait_for kubelet 120 sh -c "'$K8S/kubectl' --kubeconfig '$R/admin.kubeconfig' get node '$NODE' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 	# Pods need their namespace's default ServiceAccount, which the controller-manager makes.
@@ -351,7 +355,7 @@ down() {
 	# iptables: our chains (KUBE-*, CNI-*) and the jumps to them; tables nobody used before.
 	local t rule ch
 	for t in filter nat mangle; do
-		iptables-save -t "$t" 2>/dev/null | grep -E '^-A [A-Z-]+ .*-j (KUBE-|CNI-)' | grep -vE '^-A (KUBE-|CNI-)' | sed 's/^-A/-D/' |
+		{ iptables-save -t "$t" 2>/dev/null || true; } | awk '/^-A [A-Z-]+ .*-j (KUBE-|CNI-)/ && !/^-A (KUBE-|CNI-)/ {sub(/^-A/, "-D"); print}' |
 			while read -r rule; do eval "iptables -t $t $rule" 2>/dev/null || true; done
 		for ch in $(iptables-save -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do iptables -t "$t" -F "$ch" 2>/dev/null || true; done
 		for ch in $(iptables-save -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do iptables -t "$t" -X "$ch" 2>/dev/null || true; done

@@ -17,8 +17,6 @@ import (
 const (
 	// SlurmUser runs slurmctld and slurmdbd (SlurmUser in slurm.conf and slurmdbd.conf).
 	SlurmUser = "slurm"
-	// SlurmUID is the slurm user's uid in Debian's packages.
-	SlurmUID = 64030
 	// MungeUser runs munged.
 	MungeUser = "munge"
 )

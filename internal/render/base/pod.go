@@ -164,7 +164,9 @@ func JailVolumes(sc *slurmv1alpha1.SlurmCluster, jail slurmv1alpha1.JailVolume, 
 		return nil, nil, nil, fmt.Errorf("jail: %w", err)
 	}
 	vols := []corev1.Volume{jv}
-	mounts := []corev1.VolumeMount{{Name: VolumeJail, MountPath: JailDir, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)}}
+	// No mount propagation: it needs the host's mount to be shared or a slave, which nodes with a
+	// private root mount refuse, and nothing is mounted under the jail from outside the pod.
+	mounts := []corev1.VolumeMount{{Name: VolumeJail, MountPath: JailDir}}
 	var binds []JailBind
 	for _, m := range subMounts {
 		name := "jail-submount-" + m.Name

@@ -128,8 +128,9 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 		TerminationGracePeriodSeconds: ptr.To[int64](60),
-		// Group slurm reads the JWT key and owns the spool.
-		SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr.To[int64](base.SlurmUID)},
+		// No fsGroup: it would give every container the slurm group, which slurmrestd refuses
+		// ("should not be run with SlurmUser's group"). The command above makes the spool and
+		// the JWT key the slurm user's.
 	}
 	pod.Containers = append(pod.Containers, base.Container(sc, corev1.Container{
 		Name:    "reconfigure",
