@@ -79,7 +79,12 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 		e.waitFor(15*time.Minute, "SlurmCluster Available", func() (bool, string) {
 			out, _ := e.kubectl("get", "slurmcluster", "node", "-n", ns, "-o",
 				`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
-			return strings.Contains(out, "Available=True"), out
+			for _, line := range strings.Split(out, "\n") {
+				if strings.HasPrefix(line, "Available=True ") {
+					return true, out
+				}
+			}
+			return false, out
 		})
 	}) {
 		t.FailNow()
@@ -151,6 +156,27 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		if len(f) < 2 || f[0] != "1048576" || f[1] != "resolves" {
 			t.Fatalf("want a 1 GiB /dev/shm and the controller's name resolved in the jail, got:\n%s", out)
 		}
+	})
+
+	t.Run("a stopping worker drains, lets its job finish, and takes jobs again when back", func(t *testing.T) {
+		id := strings.TrimSpace(e.ssh(login, "sbatch --parsable -w worker-1 -J outlive --wrap 'sleep 25'"))
+		e.waitFor(time.Minute, "job "+id+" running", func() (bool, string) {
+			out, _ := e.sshErr(login, "squeue -h -j "+id+" -o %T")
+			return strings.TrimSpace(out) == "RUNNING", out
+		})
+		e.kubectlOK("delete", "pod", "node-worker-1", "-n", ns, "--wait=false")
+		e.waitFor(time.Minute, "worker-1 draining with the pod's reason", func() (bool, string) {
+			out, _ := e.sshErr(login, "scontrol show node worker-1 -o")
+			return strings.Contains(out, "DRAIN") && strings.Contains(out, "Reason=slurm-operator: pod stopping"), out
+		})
+		e.waitFor(5*time.Minute, "job "+id+" COMPLETED", func() (bool, string) {
+			out, _ := e.sshErr(login, "sacct -n -P -X -j "+id+" -o State,ExitCode")
+			return strings.TrimSpace(out) == "COMPLETED|0:0", out
+		})
+		e.waitFor(5*time.Minute, "worker-1 idle again", func() (bool, string) {
+			out, _ := e.sshErr(login, "sinfo -h -n worker-1 -o %t")
+			return strings.TrimSpace(out) == "idle", out
+		})
 	})
 }
 
