@@ -73,10 +73,9 @@ func FindDriver(root string) (Driver, error) {
 				if err != nil {
 					continue
 				}
-				// Only links to files beside them; anything else is bound as the file it names.
-				if strings.Contains(t, "/") {
-					f.LinkTarget = ""
-				} else {
+				// A link to a file beside it is made again; any other link is bound as the
+				// file it names.
+				if !strings.Contains(t, "/") {
 					f.LinkTarget = t
 				}
 				sonames[name] = true
@@ -101,8 +100,6 @@ func FindDriver(root string) (Driver, error) {
 		d.Sonames = append(d.Sonames, s)
 	}
 	sort.Strings(d.Sonames)
-	// A soname that is the name of a file found is linked; one that is not (no link was made
-	// for it in the container) is made as a link to the file whose soname it is.
 	return d, nil
 }
 

@@ -40,6 +40,8 @@ func TestEntrypointInARealJail(t *testing.T) {
 	script := `set -e
 mount -t overlay overlay -o lowerdir=` + rootfs + `,upperdir=` + dir + `/upper,workdir=` + dir + `/work ` + jail + `
 touch ` + jail + `/` + MarkerFile + `
+# The "container's" /run, where the driver is gathered: a tmpfs of this namespace, not the host's.
+mount -t tmpfs tmpfs /run
 x=` + bin + `
 $x --jail ` + jail + ` --driver-from ` + driver + ` --bind ` + config + `:/etc/slurm:ro --bind ` + dir + `/share:/opt/share -- /bin/true
 $x --jail ` + jail + ` -- /bin/sh -c '

@@ -178,7 +178,7 @@ const StoppingReason = slurm.ReasonPrefix + "pod stopping"
 // SlurmdScript starts slurmd as this pod's Slurm node. A drain this pod's preStop set (and only
 // that one: an admin's or another part of the operator's reason stays) is lifted first, so a
 // restarted worker takes jobs again.
-var SlurmdScript = `node=$SLURM_NODE_NAME
+const SlurmdScript = `node=$SLURM_NODE_NAME
 if scontrol show node "$node" -o 2>/dev/null | grep -qF 'Reason=` + StoppingReason + ` ['; then
   scontrol update nodename="$node" state=resume && echo "lifted the drain this pod set when it stopped"
 fi
@@ -195,7 +195,7 @@ case "$state" in ""|*'*'*|*NOT_RESPONDING*|UNKNOWN*|FUTURE*) echo "node $SLURM_N
 // it, unless something (an admin, a scale-down, an update) drained or downed it already, whose
 // reason is kept; then it waits for the node's jobs to end, within the pod's grace period.
 // It never sets the node down: that would kill its jobs.
-var PreStopScript = `node=$SLURM_NODE_NAME
+const PreStopScript = `node=$SLURM_NODE_NAME
 state=$(scontrol show node "$node" -o 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
 case "$state" in
   "") echo "slurmctld does not answer; stopping"; exit 0 ;;
