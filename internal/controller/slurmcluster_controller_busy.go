@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,22 +11,30 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
 // labelBusyWorkers asks Slurm which workers run jobs (unless this reconcile already did) and
 // sets the busy label on their pods, which the busy PodDisruptionBudget selects: evictions of
-// those pods are refused. When Slurm cannot be asked, the labels stay as they are. A label is
-// written only when it changes.
+// those pods are refused. A worker whose node Slurm's answer does not account for counts as
+// busy. When Slurm cannot be asked at all, the labels stay as they are. A label is written only
+// when it changes.
 func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, o *observed) error {
+	nodes := o.slurmNodes
 	if !o.slurmReached {
-		nodes, err := r.slurmClient(sc, jwtKey).Nodes(ctx)
-		if err != nil {
+		var err error
+		nodes, err = r.slurmClient(sc, jwtKey).Nodes(ctx)
+		switch {
+		case errors.Is(err, slurm.ErrIncompleteAnswer):
+			nodes = nil // nothing is accounted for: every worker counts as busy
+		case err != nil:
 			return nil
+		default:
+			o.slurmNodes, o.slurmReached = nodes, true
 		}
-		o.slurmNodes, o.slurmReached = nodes, true
 	}
 	busy := map[string]bool{}
-	for _, n := range o.slurmNodes {
+	for _, n := range nodes {
 		busy[n.Name] = n.Busy()
 	}
 	pods := &corev1.PodList{}
@@ -38,7 +47,7 @@ func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, sc *slurm
 			continue
 		}
 		want := "false"
-		if busy[slurmName(*p)] {
+		if b, known := busy[slurmName(*p)]; b || !known {
 			want = "true"
 		}
 		if p.Labels[worker.LabelBusy] == want {

@@ -61,7 +61,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, sc *slurmv1alp
 	api := r.slurmClient(sc, jwtKey)
 	nodes, err := api.Nodes(ctx)
 	if err != nil {
-		o.rollout = rollout{active: true, reason: "SlurmUnreachable",
+		o.rollout = rollout{active: true, reason: slurmErrorReason(err),
 			message: fmt.Sprintf("%d worker pods run an old template; none is replaced (and no update drain lifted) until Slurm can be asked: %v", len(outdated), err)}
 		return nil
 	}
@@ -97,6 +97,16 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, sc *slurmv1alp
 			o.rollout = rollout{active: true, reason: "ResumingNodes",
 				message: "waiting for the replaced pods of " + strings.Join(starting, ", ") + " to be ready before returning them to service"}
 		}
+		return nil
+	}
+
+	var outdatedNames []string
+	for _, p := range outdated {
+		outdatedNames = append(outdatedNames, slurmName(p))
+	}
+	if missing := slurm.Missing(nodes, outdatedNames); len(missing) > 0 {
+		o.rollout = rollout{active: true, reason: "SlurmAnswerIncomplete",
+			message: fmt.Sprintf("%d worker pods run an old template; none is replaced while slurmctld's answer lacks %s, which may run jobs", len(outdated), strings.Join(missing, ", "))}
 		return nil
 	}
 

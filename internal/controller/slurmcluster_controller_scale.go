@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,6 +40,24 @@ type scaling struct {
 	reason, message string
 }
 
+// slurmErrorReason is the condition reason for a failed question to Slurm: an answer that does
+// not account for the nodes, or no answer.
+func slurmErrorReason(err error) string {
+	if errors.Is(err, slurm.ErrIncompleteAnswer) {
+		return "SlurmAnswerIncomplete"
+	}
+	return "SlurmUnreachable"
+}
+
+// workerNames are the Slurm names of workers 0…n-1, as slurm.conf lists them.
+func workerNames(n int32) []string {
+	names := make([]string, 0, n)
+	for i := int32(0); i < n; i++ {
+		names = append(names, slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i))
+	}
+	return names
+}
+
 func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key []byte) SlurmAPI {
 	if r.SlurmClient != nil {
 		return r.SlurmClient(sc, key)
@@ -74,11 +93,16 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alp
 	api := r.slurmClient(sc, jwtKey)
 	nodes, err := api.Nodes(ctx)
 	if err != nil {
-		closed.reason = "SlurmUnreachable"
+		closed.reason = slurmErrorReason(err)
 		closed.message = fmt.Sprintf("keeping %d workers until Slurm can be asked which of worker-%d…worker-%d run jobs: %v", current, want, current-1, err)
 		return closed, nil
 	}
 	o.slurmNodes, o.slurmReached = nodes, true
+	if missing := slurm.Missing(nodes, workerNames(current)); len(missing) > 0 {
+		closed.reason = "SlurmAnswerIncomplete"
+		closed.message = fmt.Sprintf("keeping %d workers: slurmctld's answer lacks %s, which slurm.conf lists; a node Slurm does not account for may run jobs", current, strings.Join(missing, ", "))
+		return closed, nil
+	}
 	byName := map[string]slurm.Node{}
 	for _, n := range nodes {
 		byName[n.Name] = n
@@ -86,10 +110,7 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alp
 	var waiting []string
 	for i := want; i < current; i++ {
 		name := slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i)
-		n, known := byName[name]
-		if !known {
-			continue // never registered: it cannot run a job
-		}
+		n := byName[name]
 		if !n.Has("DRAIN") {
 			if err := api.Drain(ctx, name, scaleDownReason); err != nil {
 				closed.reason = "SlurmUnreachable"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,15 +102,29 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	return nil
 }
 
-// Nodes lists every node slurmctld knows.
+// ErrIncompleteAnswer is an answer of slurmrestd that does not say what the nodes are doing: no
+// node list, or nodes without names. It must never be read as "nothing runs".
+var ErrIncompleteAnswer = errors.New("slurmrestd's answer does not account for the nodes")
+
+// Nodes lists every node slurmctld knows. An answer without a node list, or with a node that
+// has no name, is an error (ErrIncompleteAnswer), never an empty list.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	var out struct {
-		Nodes []Node `json:"nodes"`
+		Nodes *[]Node `json:"nodes"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/nodes", nil, &out); err != nil {
+	path := "/slurm/" + APIVersion + "/nodes"
+	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.Nodes, nil
+	if out.Nodes == nil {
+		return nil, fmt.Errorf("slurmrestd %s: no node list: %w", path, ErrIncompleteAnswer)
+	}
+	for i, n := range *out.Nodes {
+		if n.Name == "" {
+			return nil, fmt.Errorf("slurmrestd %s: node %d has no name: %w", path, i, ErrIncompleteAnswer)
+		}
+	}
+	return *out.Nodes, nil
 }
 
 // Node returns one node.

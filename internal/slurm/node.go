@@ -44,6 +44,23 @@ func (n Node) Busy() bool {
 // Down reports whether Slurm considers the node down or not responding.
 func (n Node) Down() bool { return n.Has("DOWN") || n.Has("NOT_RESPONDING") }
 
+// Missing returns the names in want that the nodes lack. slurm.conf lists every worker, so
+// slurmctld's answer lists them too: a node it lacks is unknown, and the operator treats it as
+// busy, never as idle.
+func Missing(nodes []Node, want []string) []string {
+	have := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		have[n.Name] = true
+	}
+	var out []string
+	for _, w := range want {
+		if !have[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // Counts are the node counts the SlurmCluster status reports.
 type Counts struct {
 	Idle, Allocated, Drained int32
