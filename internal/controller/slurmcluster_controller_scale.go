@@ -111,7 +111,9 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alp
 	for i := want; i < current; i++ {
 		name := slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i)
 		n := byName[name]
-		if !n.Has("DRAIN") {
+		// A node that is drained, down or failed already keeps its state and reason (an
+		// admin's): it leaves once it runs nothing.
+		if !n.Has("DRAIN") && !n.Down() && !n.Has("FAIL") {
 			if err := api.Drain(ctx, name, scaleDownReason); err != nil {
 				closed.reason = "SlurmUnreachable"
 				closed.message = fmt.Sprintf("keeping %d workers: draining %s failed: %v", current, name, err)

@@ -29,11 +29,12 @@ func (n Node) OwnedDrain() bool {
 	return n.Has("DRAIN") && strings.HasPrefix(n.Reason, ReasonPrefix)
 }
 
-// Drained reports whether the node is drained and runs nothing: DRAIN with IDLE, not
-// COMPLETING, and no allocated CPUs. sinfo's compact state can lag ("draining" on an idle
-// drained node), so the decision is made from the flags.
+// Drained reports whether the node is drained (or failed: an admin's FAIL takes no jobs either)
+// and runs nothing: DRAIN or FAIL with IDLE, not COMPLETING, and no allocated CPUs. sinfo's
+// compact state can lag ("draining" on an idle drained node), so the decision is made from the
+// flags.
 func (n Node) Drained() bool {
-	return n.Has("DRAIN") && n.Has("IDLE") && !n.Has("COMPLETING") && !n.Has("MIXED") && !n.Has("ALLOCATED") && n.AllocCPUs == 0
+	return (n.Has("DRAIN") || n.Has("FAIL")) && n.Has("IDLE") && !n.Has("COMPLETING") && !n.Has("MIXED") && !n.Has("ALLOCATED") && n.AllocCPUs == 0
 }
 
 // Busy reports whether jobs run on the node (or end on it).

@@ -109,4 +109,20 @@ func TestHealthChecksDrainBrokenGPUNodesAndReturnThem(t *testing.T) {
 			return !w1.Has("DRAIN") && w1.Has("IDLE")
 		})
 	})
+
+	// (An admin's DOWN on a node whose slurmd answers does not last: ReturnToService=2 returns
+	// it at once. FAIL is how an admin takes a working node out for good.)
+	t.Run("an admin's FAIL is neither drained over when the node breaks nor lifted when it heals", func(t *testing.T) {
+		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=fail", "reason=fan failure")
+		fakeNvidiaSMI(t, ctx, c, workerHost(1).Name, -1)
+		time.Sleep(12 * time.Second)
+		if w1 := node("worker-1"); w1.Reason != "fan failure" || !w1.Has("FAIL") {
+			t.Fatalf("the admin's FAIL was changed: %v %q", w1.State, w1.Reason)
+		}
+		fakeNvidiaSMI(t, ctx, c, workerHost(1).Name, gpusPerWorker)
+		time.Sleep(12 * time.Second)
+		if w1 := node("worker-1"); w1.Reason != "fan failure" || !w1.Has("FAIL") {
+			t.Fatalf("the admin's FAIL was lifted: %v %q", w1.State, w1.Reason)
+		}
+	})
 }

@@ -1,0 +1,90 @@
+package controller_test
+
+import (
+	"context"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+)
+
+// adminSlurm answers with fixed node states and records every drain and resume asked of it:
+// it stands in for a slurmctld whose nodes an admin set down, drained or failed by hand.
+type adminSlurm struct {
+	mu      sync.Mutex
+	nodes   []slurm.Node
+	drained []string
+	resumed []string
+}
+
+func (a *adminSlurm) Nodes(context.Context) ([]slurm.Node, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]slurm.Node(nil), a.nodes...), nil
+}
+
+func (a *adminSlurm) Drain(_ context.Context, name, _ string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.drained = append(a.drained, name)
+	return nil
+}
+
+func (a *adminSlurm) ResumeIfOwned(_ context.Context, name string) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.resumed = append(a.resumed, name)
+	return false, nil
+}
+
+func (a *adminSlurm) calls() ([]string, []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.drained...), append([]string(nil), a.resumed...)
+}
+
+var _ = Describe("a scale-down over nodes an admin set down, failed or drained", func() {
+	It("keeps the admin's state and reason, and removes a node only once it runs nothing", func(ctx SpecContext) {
+		fake := &adminSlurm{nodes: []slurm.Node{
+			{Name: "worker-0", State: []string{"IDLE"}}, {Name: "worker-1", State: []string{"IDLE"}},
+			{Name: "worker-2", State: []string{"IDLE"}}, {Name: "worker-3", State: []string{"IDLE"}},
+			{Name: "worker-4", State: []string{"IDLE"}},
+			{Name: "worker-5", State: []string{"MIXED", "DRAIN"}, Reason: "bad DIMM, ticket 4711", AllocCPUs: 4},
+			{Name: "worker-6", State: []string{"IDLE", "FAIL"}, Reason: "fan failure"},
+			{Name: "worker-7", State: []string{"DOWN"}, Reason: "PSU swap tomorrow"},
+		}}
+		ns := newNamespace(ctx)
+		slurmClients.Store(ns, fake)
+		DeferCleanup(func() { slurmClients.Delete(ns) })
+		applySample(ctx, ns, "admin")
+		get(ctx, &appsv1.StatefulSet{}, ns, "admin-worker")
+
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, key(ns, "admin"), sc)).To(Succeed())
+		sc.Spec.SlurmNodes.Worker.Size = 5
+		Expect(k8sClient.Update(ctx, sc)).To(Succeed())
+
+		// worker-5 runs a job under the admin's drain: the scale-down waits for it, and drains
+		// nothing (worker-6 failed and worker-7 down keep their state and reason).
+		eventuallyCondition(ctx, ns, "admin", "ScalingDown", "WaitingForJobs", "worker-5")
+		drained, resumed := fake.calls()
+		Expect(drained).To(BeEmpty(), "the admin's nodes were drained over")
+		Expect(resumed).To(BeEmpty())
+		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "admin-worker").Spec.Replicas).To(Equal(ptr.To[int32](8)))
+
+		// The job ends: the node is drained and idle, and the workers go.
+		fake.mu.Lock()
+		fake.nodes[5] = slurm.Node{Name: "worker-5", State: []string{"IDLE", "DRAIN"}, Reason: "bad DIMM, ticket 4711"}
+		fake.mu.Unlock()
+		Eventually(func() *int32 {
+			return get(ctx, &appsv1.StatefulSet{}, ns, "admin-worker").Spec.Replicas
+		}).WithTimeout(timeout).Should(Equal(ptr.To[int32](5)))
+		drained, _ = fake.calls()
+		Expect(drained).To(BeEmpty(), "the admin's nodes were drained over")
+	})
+})
