@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -68,12 +69,21 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	desired := base.WithDefaults(sc)
 	facts := &observed{}
 
-	keys, err := r.ensureKeys(ctx, desired)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("ensure keys: %w", err)
-	}
 	if err := r.findGPUShape(ctx, desired, facts); err != nil {
 		return ctrl.Result{}, fmt.Errorf("find gpu shape: %w", err)
+	}
+	keys, err := r.ensureKeys(ctx, desired)
+	var lost *mungeKeyLostError
+	if errors.As(err, &lost) {
+		// Nothing is rendered with a key the daemons do not share; look again for the restore.
+		facts.renderErr, facts.renderReason = lost, "MungeKeyMissing"
+		if err := r.updateStatus(ctx, sc, desired, facts); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("ensure keys: %w", err)
 	}
 	plan, err := r.planWorkers(ctx, desired, keys.JWT, &sc.Status, facts)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,7 +22,17 @@ import (
 func (r *SlurmClusterReconciler) ensureKeys(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (base.Keys, error) {
 	var k base.Keys
 	var err error
-	if k.Munge, err = r.secretKey(ctx, sc, sc.MungeKeySecretName(), shared.MungeKeyFile, keys.Munge); err != nil {
+	generateMunge := keys.Munge
+	ran, err := r.hasRun(ctx, sc)
+	if err != nil {
+		return k, err
+	}
+	if ran {
+		// Daemons of this cluster run with a key: a new one would split the cluster (pods that
+		// restart get it, running daemons keep theirs).
+		generateMunge = func() ([]byte, error) { return nil, &mungeKeyLostError{secret: sc.MungeKeySecretName()} }
+	}
+	if k.Munge, err = r.secretKey(ctx, sc, sc.MungeKeySecretName(), shared.MungeKeyFile, generateMunge); err != nil {
 		return k, fmt.Errorf("munge key: %w", err)
 	}
 	if k.JWT, err = r.secretKey(ctx, sc, sc.JWTKeySecretName(), base.JWTKeyFile, keys.JWT); err != nil {
@@ -51,9 +62,23 @@ func (r *SlurmClusterReconciler) secretKey(ctx context.Context, sc *slurmv1alpha
 	}
 	v, ok := s.Data[key]
 	if !ok || len(v) == 0 {
-		return nil, fmt.Errorf("secret %s/%s exists but has no %q: restore it or delete the Secret to generate a new key", sc.Namespace, name, key)
+		return nil, fmt.Errorf("secret %s/%s exists but has no %q: restore the key from a backup (docs/install.md)", sc.Namespace, name, key)
 	}
 	return v, nil
+}
+
+// mungeKeyLostError is a cluster whose daemons ran with a munge key that is gone.
+type mungeKeyLostError struct{ secret string }
+
+func (e *mungeKeyLostError) Error() string {
+	return "the munge key Secret " + e.secret + " is gone, but this cluster's daemons run with its key: a new key would split " +
+		"the cluster, so none is made. Restore the Secret from a backup, or start over with a new key (docs/install.md)"
+}
+
+// hasRun says whether the cluster's Slurm daemons were ever created: its slurmctld StatefulSet
+// exists.
+func (r *SlurmClusterReconciler) hasRun(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (bool, error) {
+	return r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentController)}, &appsv1.StatefulSet{})
 }
 
 func (r *SlurmClusterReconciler) sshHostKeys(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (map[string][]byte, error) {

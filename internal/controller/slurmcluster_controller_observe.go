@@ -21,9 +21,11 @@ import (
 // observed holds what a reconcile learned about the world; the status is computed from it.
 type observed struct {
 	renderErr error
-	gpu       gpu.Result
-	scaling   scaling
-	rollout   rollout
+	// renderReason is the condition reason of renderErr ("RenderFailed" when empty).
+	renderReason string
+	gpu          gpu.Result
+	scaling      scaling
+	rollout      rollout
 	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
 	slurmNodes   []slurm.Node
 	slurmReached bool

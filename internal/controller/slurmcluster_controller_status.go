@@ -91,10 +91,14 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	if nodes.Exporter.Enabled && !o.serviceMonitorAPI {
 		problems = append(problems, "no ServiceMonitor: the monitoring.coreos.com API is not served")
 	}
+	renderReason := o.renderReason
+	if renderReason == "" {
+		renderReason = "RenderFailed"
+	}
 	if len(problems) > 0 {
 		reason := "OptionalAPIMissing"
 		if o.renderErr != nil {
-			reason = "RenderFailed"
+			reason = renderReason
 		}
 		set(ConditionDegraded, true, reason, strings.Join(problems, "; "))
 	} else {
@@ -104,7 +108,7 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	jailOK := meta.IsStatusConditionTrue(st.Conditions, ConditionJailPopulated)
 	switch {
 	case o.renderErr != nil:
-		set(ConditionAvailable, false, "RenderFailed", o.renderErr.Error())
+		set(ConditionAvailable, false, renderReason, o.renderErr.Error())
 	case !ctlOK:
 		set(ConditionAvailable, false, "ControllerUnavailable", ctlMsg)
 	case !jailOK:
