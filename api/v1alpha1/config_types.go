@@ -22,7 +22,9 @@ type VolumeSource struct {
 	// +optional
 	NFS *corev1.NFSVolumeSource `json:"nfs,omitempty"`
 
-	// HostPath mounts a directory of the Kubernetes node (for node-local scratch).
+	// HostPath mounts a directory of the Kubernetes node (for node-local scratch). The node's
+	// root and its system directories (/etc, /usr, /var, …) are refused when the cluster is
+	// rendered (condition Degraded, reason RenderFailed).
 	// +optional
 	HostPath *corev1.HostPathVolumeSource `json:"hostPath,omitempty"`
 

@@ -110,8 +110,10 @@ type PopulateJail struct {
 	// +optional
 	K8sNodeFilterName string `json:"k8sNodeFilterName,omitempty"`
 
-	// Overwrite, when true, repopulates a jail that already holds data. This destroys what users
-	// installed in the jail. Leave it false (the default) except for a deliberate rebuild.
+	// Overwrite, when true, repopulates a jail that this operator populated before (it carries
+	// the operator's marker). This destroys what users installed in the jail. Leave it false
+	// (the default) except for a deliberate rebuild. A jail that holds data without the marker
+	// (filled by someone else) is never overwritten.
 	// +kubebuilder:default=false
 	// +optional
 	Overwrite bool `json:"overwrite,omitempty"`

@@ -2,6 +2,7 @@ package base
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -140,6 +141,9 @@ func VolumeSourceVolume(sc *slurmv1alpha1.SlurmCluster, sourceName, name string)
 		case v.NFS != nil:
 			vol.NFS = v.NFS.DeepCopy()
 		case v.HostPath != nil:
+			if systemPath(v.HostPath.Path) {
+				return vol, fmt.Errorf("volume source %q: hostPath %q is the node's root or one of its system directories; name a directory of its own", sourceName, v.HostPath.Path)
+			}
 			vol.HostPath = v.HostPath.DeepCopy()
 		case v.EmptyDir != nil:
 			vol.EmptyDir = v.EmptyDir.DeepCopy()
@@ -151,6 +155,18 @@ func VolumeSourceVolume(sc *slurmv1alpha1.SlurmCluster, sourceName, name string)
 		return vol, nil
 	}
 	return corev1.Volume{}, fmt.Errorf("volume source %q is not in spec.volumeSources", sourceName)
+}
+
+// systemDirs are the node directories a volume source may not mount: a jail or scratch volume
+// there would hand the node's own system to the pods (and the populate Job would copy over it).
+var systemDirs = map[string]bool{
+	"/": true, "/proc": true, "/sys": true, "/dev": true, "/etc": true, "/boot": true, "/usr": true, "/var": true,
+	"/run": true, "/root": true, "/home": true, "/bin": true, "/sbin": true, "/lib": true, "/lib64": true, "/opt": true,
+	"/srv": true, "/tmp": true, "/var/lib": true, "/var/lib/kubelet": true, "/usr/local": true,
+}
+
+func systemPath(p string) bool {
+	return systemDirs[path.Clean("/"+p)]
 }
 
 // JailVolumes returns the jail volume and one volume per jail sub-mount, the container mounts

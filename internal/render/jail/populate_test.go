@@ -158,3 +158,22 @@ func TestAFileDeepInEmptyDirectoriesIsData(t *testing.T) {
 		t.Fatal("the user's file changed")
 	}
 }
+
+// overwrite: true replaces a jail this operator populated (it carries the marker), never one
+// that someone else filled: a marker-less jail with data is refused either way.
+func TestOverwriteNeverReplacesAJailWithDataButNoMarker(t *testing.T) {
+	src, dst := setup(t)
+	mine := filepath.Join(dst, "srv", "data.bin")
+	_ = os.MkdirAll(filepath.Dir(mine), 0o755)
+	_ = os.WriteFile(mine, []byte("not the operator's"), 0o644)
+	out, err := run(t, src, dst, "true")
+	if err == nil {
+		t.Fatalf("a marker-less jail with data was overwritten: %s", out)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "not the operator's" {
+		t.Fatal("the data changed")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "etc", "os-release")); err == nil {
+		t.Fatal("the image was copied over it")
+	}
+}
