@@ -13,8 +13,9 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
-// adminSlurm answers with fixed node states and records every drain and resume asked of it:
-// it stands in for a slurmctld whose nodes an admin set down, drained or failed by hand.
+// adminSlurm answers with the node states it was given (a drain adds DRAIN and the reason) and
+// records every drain and resume asked of it: it stands in for a slurmctld whose nodes an admin
+// set down, drained or failed by hand, or whose nodes are all idle.
 type adminSlurm struct {
 	mu      sync.Mutex
 	nodes   []slurm.Node
@@ -28,10 +29,16 @@ func (a *adminSlurm) Nodes(context.Context) ([]slurm.Node, error) {
 	return append([]slurm.Node(nil), a.nodes...), nil
 }
 
-func (a *adminSlurm) Drain(_ context.Context, name, _ string) error {
+func (a *adminSlurm) Drain(_ context.Context, name, why string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.drained = append(a.drained, name)
+	for i := range a.nodes {
+		if a.nodes[i].Name == name {
+			a.nodes[i].State = append(a.nodes[i].State, "DRAIN")
+			a.nodes[i].Reason = slurm.ReasonPrefix + why
+		}
+	}
 	return nil
 }
 

@@ -105,10 +105,16 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		facts.renderErr = err
 		return ctrl.Result{}, r.updateStatus(ctx, sc, desired, facts)
 	}
+	var keep []slurmv1alpha1.Component
+	if held, err := r.holdJailOverwrite(ctx, sc, desired); err != nil {
+		return ctrl.Result{}, err
+	} else if held != "" {
+		parts, facts.jailHeld = withoutComponent(parts, slurmv1alpha1.ComponentJail), held
+		keep = append(keep, slurmv1alpha1.ComponentJail)
+	}
 	if err := r.applyAll(ctx, sc, parts); err != nil {
 		return ctrl.Result{}, err
 	}
-	var keep []slurmv1alpha1.Component
 	if facts.databaseErr != "" {
 		keep = append(keep, slurmv1alpha1.ComponentAccounting)
 	}

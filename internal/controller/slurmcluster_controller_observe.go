@@ -37,7 +37,9 @@ type observed struct {
 
 	controller, worker, login, accounting *appsv1.StatefulSet
 	populateJob                           *batchv1.Job
-	loginService                          *corev1.Service
+	// jailHeld says why an overwrite of the jail waits (pods still run in it).
+	jailHeld     string
+	loginService *corev1.Service
 }
 
 // settled reports whether nothing is still on its way (pods starting, a Job running, a load

@@ -74,6 +74,8 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	switch {
 	case sc.Spec.PopulateJail == nil || sc.Spec.PopulateJail.Image == "":
 		set(ConditionJailPopulated, true, "NotManaged", "spec.populateJail is unset: the jail volume is used as it is")
+	case o.jailHeld != "":
+		set(ConditionJailPopulated, false, reasonOverwriteWaiting, o.jailHeld)
 	case o.populateJob == nil:
 		set(ConditionJailPopulated, false, "JobPending", "the populate Job has not been created yet")
 	case jobSucceeded(o.populateJob):

@@ -1,0 +1,69 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render"
+	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
+)
+
+// reasonOverwriteWaiting is JailPopulated's reason while an overwrite waits for pods to go.
+const reasonOverwriteWaiting = "OverwriteWaiting"
+
+// holdJailOverwrite says why an overwrite of a populated jail must wait, or "" when it may run:
+// copying a new root over the jail while login and worker pods run in it would break their
+// daemons, ssh sessions and jobs. The overwrite waits until the admin has scaled both to zero
+// (a scale-down drains and waits for jobs) and their pods are gone. A first population, and an
+// overwrite Job that already exists, never wait.
+func (r *SlurmClusterReconciler) holdJailOverwrite(ctx context.Context, sc, desired *slurmv1alpha1.SlurmCluster) (string, error) {
+	pj := desired.Spec.PopulateJail
+	if pj == nil || pj.Image == "" || !pj.Overwrite {
+		return "", nil
+	}
+	// Populated before: the condition is true, or says this very hold.
+	c := meta.FindStatusCondition(sc.Status.Conditions, ConditionJailPopulated)
+	if c == nil || (c.Status != metav1.ConditionTrue && c.Reason != reasonOverwriteWaiting) {
+		return "", nil
+	}
+	exists, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: jail.JobName(desired)}, &batchv1.Job{})
+	if err != nil || exists {
+		return "", err
+	}
+	var pods [2]int32
+	for i, comp := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentWorker, slurmv1alpha1.ComponentLogin} {
+		s := &appsv1.StatefulSet{}
+		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(comp)}, s)
+		if err != nil {
+			return "", err
+		}
+		if found {
+			pods[i] = s.Status.Replicas
+			if s.Spec.Replicas != nil && *s.Spec.Replicas > pods[i] {
+				pods[i] = *s.Spec.Replicas
+			}
+		}
+	}
+	if pods[0] == 0 && pods[1] == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("the overwrite waits: %d worker and %d login pods run in the jail; scale spec.slurmNodes.worker.size and spec.slurmNodes.login.size to 0 first", pods[0], pods[1]), nil
+}
+
+// withoutComponent drops one component's objects from a render.
+func withoutComponent(parts []render.Part, comp slurmv1alpha1.Component) []render.Part {
+	out := make([]render.Part, 0, len(parts))
+	for _, p := range parts {
+		if p.Component != comp {
+			out = append(out, p)
+		}
+	}
+	return out
+}
