@@ -384,6 +384,12 @@ var _ = Describe("an external accounting database", func() {
 		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
 		updateSpec(ctx, ns, "research", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 5 })
 		eventuallyCondition(ctx, ns, "research", "AccountingAvailable", "DatabasePasswordUnusable", "Secret slurm-db")
+		// The status tells what is wrong, never what the password holds or where.
+		Expect(k8sClient.Get(ctx, key(ns, "research"), sc)).To(Succeed())
+		msg := meta.FindStatusCondition(sc.Status.Conditions, "AccountingAvailable").Message
+		Expect(msg).NotTo(ContainSubstring(`"#"`))
+		Expect(msg).NotTo(ContainSubstring("position"))
+		Expect(msg).NotTo(ContainSubstring("bad"))
 		Expect(get(ctx, &corev1.Secret{}, ns, "research-slurmdbd-conf").Data["slurmdbd.conf"]).To(Equal(conf))
 		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "research-accounting").UID).To(Equal(dbd.UID))
 		Expect(slurmConf(ctx, ns, "research")).To(ContainSubstring("AccountingStorageType=accounting_storage/slurmdbd"))

@@ -320,13 +320,14 @@ func SlurmdbdConfig(in base.Input) string {
 
 // CheckValue reports why a value cannot be written into a Slurm config file as one plain word:
 // a line break would add settings, '#' starts a comment, and whitespace or '"' end or quote the
-// value. Passwords from a user's Secret are checked with it before they reach slurmdbd.conf.
+// value. Passwords from a user's Secret are checked with it before they reach slurmdbd.conf, so
+// the reason names the kinds of character only, never which one the value holds or where.
 func CheckValue(v string) error {
 	if v == "" {
 		return fmt.Errorf("it is empty")
 	}
-	if i := strings.IndexAny(v, "\r\n\t #\""); i >= 0 {
-		return fmt.Errorf("it holds %q at position %d (line breaks, whitespace, '#' and '\"' cannot be written into a Slurm config file)", v[i], i)
+	if strings.ContainsAny(v, "\r\n\t #\"") {
+		return fmt.Errorf("it holds a line break, whitespace, '#' or '\"', which cannot be written into a Slurm config file")
 	}
 	return nil
 }
