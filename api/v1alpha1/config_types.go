@@ -92,6 +92,13 @@ type JailSubMount struct {
 // +kubebuilder:validation:XValidation:rule="!self.contains('\\n') && !self.contains('\\r')",message="must be a single line: a newline would add Slurm settings"
 type ConfigLine string
 
+// ProgramPaths is one absolute program path in the jail, or a comma-separated list of them, as
+// Slurm's Prolog and Epilog take. It holds nothing else: no space, '=', '#' or quote that could
+// add a second setting to the line.
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:Pattern=`^/[^\s=#",]+(,/[^\s=#",]+)*$`
+type ProgramPaths string
+
 // CgroupValue is the value of one cgroup.conf key: a single line.
 // +kubebuilder:validation:MaxLength=256
 // +kubebuilder:validation:Pattern=`^[^\r\n]*$`
@@ -137,11 +144,11 @@ type SlurmConfig struct {
 
 	// Prolog is a program in the jail run on each node before a job (Prolog).
 	// +optional
-	Prolog *ConfigLine `json:"prolog,omitempty"`
+	Prolog *ProgramPaths `json:"prolog,omitempty"`
 
 	// Epilog is a program in the jail run on each node after a job (Epilog).
 	// +optional
-	Epilog *ConfigLine `json:"epilog,omitempty"`
+	Epilog *ProgramPaths `json:"epilog,omitempty"`
 
 	// CgroupConfig sets keys of cgroup.conf; each replaces the generated value of the same key
 	// (for example ConstrainRAMSpace: "no").

@@ -527,12 +527,12 @@ func (in *SlurmConfig) DeepCopyInto(out *SlurmConfig) {
 	}
 	if in.Prolog != nil {
 		in, out := &in.Prolog, &out.Prolog
-		*out = new(ConfigLine)
+		*out = new(ProgramPaths)
 		**out = **in
 	}
 	if in.Epilog != nil {
 		in, out := &in.Epilog, &out.Epilog
-		*out = new(ConfigLine)
+		*out = new(ProgramPaths)
 		**out = **in
 	}
 	if in.CgroupConfig != nil {

@@ -53,7 +53,7 @@ func TestUserLinesComeLastSoTheyWin(t *testing.T) {
 func TestANewlineInUserTextCannotAddASetting(t *testing.T) {
 	sc := cluster(1)
 	sc.Spec.SlurmConfig.ExtraSlurmConf = []slurmv1alpha1.ConfigLine{"MaxJobCount=5\nSlurmUser=root"}
-	line := slurmv1alpha1.ConfigLine("/bin/true\nEpilog=/evil")
+	line := slurmv1alpha1.ProgramPaths("/bin/true\nEpilog=/evil")
 	sc.Spec.SlurmConfig.Prolog = &line
 	out := slurmExtraConf(sc) + slurmBaseConf(base.Input{Cluster: sc})
 	for _, l := range strings.Split(out, "\n") {
