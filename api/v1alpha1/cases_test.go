@@ -113,6 +113,7 @@ func invalidCases() []invalidCase {
 		{"a partition MaxTime that Slurm cannot read", setTo("spec.slurmConfig.partitions[0].maxTime", "forever"), "spec.slurmConfig.partitions[0].maxTime", "should match"},
 		{"two default partitions", setTo("spec.slurmConfig.partitions", []any{map[string]any{"name": "a", "default": true}, map[string]any{"name": "b", "default": true}}), "spec.slurmConfig.partitions", "at most one partition"},
 		{"a cgroup.conf key that is not a setting name", setTo("spec.slurmConfig.cgroupConfig", map[string]any{"Constrain Cores": "yes"}), "spec.slurmConfig.cgroupConfig", "setting names"},
+		{"a cgroup.conf value followed by a second key", setTo("spec.slurmConfig.cgroupConfig", map[string]any{"ConstrainCores": "yes CgroupPlugin=cgroup/v1"}), "spec.slurmConfig.cgroupConfig.ConstrainCores", "should match"},
 		{"a cgroup.conf value with a newline", setTo("spec.slurmConfig.cgroupConfig", map[string]any{"ConstrainCores": "yes\nCgroupPlugin=x"}), "spec.slurmConfig.cgroupConfig.ConstrainCores", "should match"},
 		{"a health check interval of 5 seconds", setTo("spec.periodicChecks", map[string]any{"intervalSeconds": 5}), "spec.periodicChecks.intervalSeconds", "greater than or equal to 10"},
 		{"an unknown health check", setTo("spec.periodicChecks", map[string]any{"checks": []any{"Disk"}}), "spec.periodicChecks.checks[0]", "Unsupported value"},

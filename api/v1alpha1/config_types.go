@@ -99,9 +99,10 @@ type ConfigLine string
 // +kubebuilder:validation:Pattern=`^/[^\s=#",]+(,/[^\s=#",]+)*$`
 type ProgramPaths string
 
-// CgroupValue is the value of one cgroup.conf key: a single line.
+// CgroupValue is the value of one cgroup.conf key: one word, with no space, '=', '#' or quote
+// that could add a second setting to the line.
 // +kubebuilder:validation:MaxLength=256
-// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+// +kubebuilder:validation:Pattern=`^[^\s=#"]+$`
 type CgroupValue string
 
 // SlurmConfig holds the Slurm settings an admin may change.
