@@ -62,7 +62,9 @@ type ControllerVolumes struct {
 	// +optional
 	Spool *SpoolVolume `json:"spool,omitempty"`
 
-	// Jail mounts the shared root on the controller (optional; the controller does not run jobs).
+	// Jail is the shared root as the controller sees it, read-only: slurmctld reads the jail's
+	// users and groups (users are added in the jail, with adduser on a login node). Unset: the
+	// workers' jail.
 	// +optional
 	Jail *JailVolume `json:"jail,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,6 +156,54 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		f := strings.Fields(out)
 		if len(f) < 2 || f[0] != "1048576" || f[1] != "resolves" {
 			t.Fatalf("want a 1 GiB /dev/shm and the controller's name resolved in the jail, got:\n%s", out)
+		}
+	})
+
+	t.Run("a root key added with kubectl patch lets root in without a restart, and open sessions go on", func(t *testing.T) {
+		before := e.kubectlOK("get", "pod", "node-login-0", "-n", ns, "-o", `jsonpath={.metadata.uid} {.status.containerStatuses[?(@.name=="sshd")].restartCount}`)
+		// An ssh session opened before the change, waiting for a line on its stdin.
+		session := exec.Command("ssh", sshArgs(e.key, "root@"+login, "read line; echo still-here-$line")...)
+		in, err := session.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sessionOut bytes.Buffer
+		session.Stdout, session.Stderr = &sessionOut, &sessionOut
+		if err := session.Start(); err != nil {
+			t.Fatal(err)
+		}
+		second := filepath.Join(t.TempDir(), "second")
+		pub := writeKey(t, second)
+		e.kubectlOK("patch", "slurmcluster", "node", "-n", ns, "--type=json",
+			"-p", fmt.Sprintf(`[{"op":"add","path":"/spec/slurmNodes/login/sshRootPublicKeys/-","value":%q}]`, pub))
+		// The kubelet updates the mounted ConfigMap within its sync period (about a minute).
+		e.waitFor(4*time.Minute, "the second key lets root in", func() (bool, string) {
+			out, err := e.sshAs(second, "root@"+login, "id -un")
+			return err == nil && strings.TrimSpace(out) == "root", out
+		})
+		if after := e.kubectlOK("get", "pod", "node-login-0", "-n", ns, "-o", `jsonpath={.metadata.uid} {.status.containerStatuses[?(@.name=="sshd")].restartCount}`); after != before {
+			t.Errorf("the login pod restarted: %q, then %q", before, after)
+		}
+		_, _ = io.WriteString(in, "yes\n")
+		_ = in.Close()
+		if err := session.Wait(); err != nil || !strings.Contains(sessionOut.String(), "still-here-yes") {
+			t.Errorf("the open session did not survive: %v %s", err, sessionOut.String())
+		}
+	})
+
+	t.Run("a user added with adduser logs in with their own key and runs srun -N2 as themselves", func(t *testing.T) {
+		key := filepath.Join(t.TempDir(), "alice")
+		pub := writeKey(t, key)
+		e.ssh(login, fmt.Sprintf(`adduser --disabled-password --comment "" alice >/dev/null &&
+install -d -m 0700 -o alice -g alice /home/alice/.ssh &&
+echo %q > /home/alice/.ssh/authorized_keys && chown alice:alice /home/alice/.ssh/authorized_keys && chmod 0600 /home/alice/.ssh/authorized_keys`, pub))
+		out, err := e.sshAs(key, "alice@"+login, `id -un; srun -N2 sh -c 'echo "$(id -un) $(hostname) $HOME $(stat -c %U $HOME)"' | sort`)
+		if err != nil {
+			t.Fatalf("alice: %v\n%s", err, out)
+		}
+		want := "alice\nalice node-worker-0 /home/alice alice\nalice node-worker-1 /home/alice alice"
+		if strings.TrimSpace(out) != want {
+			t.Fatalf("alice's session and jobs:\n%s\nwant:\n%s", out, want)
 		}
 	})
 
@@ -360,10 +409,19 @@ func (e *env) helm(args ...string) string {
 }
 
 func (e *env) sshErr(host, script string) (string, error) {
+	return e.sshAs(e.key, "root@"+host, script)
+}
+
+// sshAs runs script over ssh as user@host with a key file.
+func (e *env) sshAs(key, userHost, script string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return e.run(ctx, "", "ssh", "-i", e.key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-		"-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "root@"+host, script)
+	return e.run(ctx, "", "ssh", sshArgs(key, userHost, script)...)
+}
+
+func sshArgs(key, userHost, script string) []string {
+	return []string{"-i", key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", userHost, script}
 }
 
 func (e *env) ssh(host, script string) string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -248,4 +249,19 @@ func JWTKeyVolume(sc *slurmv1alpha1.SlurmCluster) corev1.Volume {
 	return corev1.Volume{Name: VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o400),
 	}}}
+}
+
+// WaitForJail is the init container of pods that use the jail (login, worker, controller): it
+// waits until the populate Job has marked the jail complete, so no daemon starts in a
+// half-copied jail. The image is one with the jail entrypoint (the worker's or the login's).
+func WaitForJail(sc *slurmv1alpha1.SlurmCluster, image string) corev1.Container {
+	return Container(sc, corev1.Container{
+		Name:         "wait-for-jail",
+		Image:        image,
+		Command:      []string{JailEntrypoint, "--wait-populated"},
+		VolumeMounts: []corev1.VolumeMount{{Name: VolumeJail, MountPath: JailDir, ReadOnly: true}},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+		}},
+	})
 }

@@ -53,6 +53,12 @@ while true; do
 done
 `
 
+// UseJailUsers makes the container's passwd and group the jail's (links, so users added later
+// are seen at once). The images and the jail give slurm and munge the same ids. A jail that
+// holds no passwd (not populated, and not managed by the operator) leaves the image's own.
+const UseJailUsers = "if [ -s " + base.JailDir + "/etc/passwd ]; then ln -sf " + base.JailDir + "/etc/passwd /etc/passwd && ln -sf " +
+	base.JailDir + "/etc/group /etc/group; fi"
+
 // RestdArgs are slurmrestd's arguments: JWT authentication, the slurmctld endpoints only (the
 // slurmdbd ones fail to load without accounting), listening on RestdPort.
 func RestdArgs() []string {
@@ -91,16 +97,28 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: DefaultSpoolSize}},
 		})
 	}
+	// slurmctld looks up the users of jobs (their groups go into job credentials), and users are
+	// made in the jail (adduser on a login node): it reads the jail's passwd and group, read-only.
+	jailSpec := sc.Spec.SlurmNodes.Worker.Volumes.Jail
 	if j := spec.Volumes.Jail; j != nil {
-		jv, jm, _, err := base.JailVolumes(sc, *j, nil)
-		if err != nil {
-			return nil, fmt.Errorf("controller: %w", err)
-		}
-		volumes = append(volumes, jv...)
-		mounts = append(mounts, jm...)
+		jailSpec = *j
+	}
+	jv, jm, _, err := base.JailVolumes(sc, jailSpec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	volumes = append(volumes, jv...)
+	for _, m := range jm {
+		m.ReadOnly = true
+		mounts = append(mounts, m)
+	}
+	var inits []corev1.Container
+	if pj := sc.Spec.PopulateJail; pj != nil && pj.Image != "" {
+		// The jail's users are read from it: wait until it is populated.
+		inits = append(inits, base.WaitForJail(sc, sc.Spec.Images.Worker))
 	}
 	pod := corev1.PodSpec{
-		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers: append(inits, base.MungeSidecar(sc, base.MungeSocketDir)),
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
 			Name:  "slurmctld",
 			Image: sc.Spec.Images.Controller,
@@ -110,6 +128,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			Command: []string{"/bin/sh", "-c", base.Script(
 				base.InstallJWTKey(),
 				base.InstallDir(slurmconf.StateSaveLocation, base.SlurmUser, "0750"),
+				UseJailUsers,
 				"exec slurmctld -D -i",
 			)},
 			Ports:        []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmconf.SlurmctldPort}},

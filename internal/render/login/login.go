@@ -121,7 +121,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		},
 	})
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{worker.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, base.MungeSocketDir)},
 		Containers:                    []corev1.Container{sshd},
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),

@@ -131,7 +131,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 	})
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, base.MungeSocketDir)},
 		Containers:                    []corev1.Container{slurmd, sshd},
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -142,20 +142,6 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: spec.Size, Pod: pod, Claims: claims, ClaimNames: claimNames, OnDelete: true,
 	}), nil
-}
-
-// WaitForJail is the init container of login and worker pods: it waits until the populate Job
-// has marked the jail complete, so no daemon starts in a half-copied jail.
-func WaitForJail(sc *slurmv1alpha1.SlurmCluster, image string) corev1.Container {
-	return base.Container(sc, corev1.Container{
-		Name:         "wait-for-jail",
-		Image:        image,
-		Command:      []string{base.JailEntrypoint, "--wait-populated"},
-		VolumeMounts: []corev1.VolumeMount{{Name: base.VolumeJail, MountPath: base.JailDir, ReadOnly: true}},
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
-		}},
-	})
 }
 
 const (
