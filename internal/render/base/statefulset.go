@@ -36,6 +36,8 @@ func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.St
 			Spec:       *spec.DeepCopy(),
 		})
 	}
+	pod := *p.Pod.DeepCopy()
+	Harden(&pod)
 	strategy := appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}
 	if p.OnDelete {
 		strategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
@@ -56,10 +58,21 @@ func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.St
 			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: Labels(sc, p.Component), Annotations: p.PodAnnotations},
-				Spec:       p.Pod,
+				Spec:       pod,
 			},
 		},
 	}
+}
+
+// Harden sets what every Slurm pod gets: no service account token (no Slurm daemon talks to the
+// Kubernetes API), and the runtime's default seccomp profile (privileged containers are exempt
+// by Kubernetes; docs/images.md lists them and why).
+func Harden(pod *corev1.PodSpec) {
+	pod.AutomountServiceAccountToken = ptr.To(false)
+	if pod.SecurityContext == nil {
+		pod.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	pod.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 }
 
 // Container fills in what every Slurm container shares: image pull policy.

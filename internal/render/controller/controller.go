@@ -168,7 +168,12 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Command: []string{"slurmrestd"},
 		Args:    RestdArgs(),
 		// slurmrestd refuses to run as root; SLURM_JWT=daemon makes it pass the clients' tokens on.
-		Env:   []corev1.EnvVar{{Name: "SLURM_JWT", Value: "daemon"}},
+		// It unshares its System V IPC and file table at start, which the runtime's default
+		// seccomp profile refuses an unprivileged process: its container is that isolation.
+		Env: []corev1.EnvVar{
+			{Name: "SLURM_JWT", Value: "daemon"},
+			{Name: "SLURMRESTD_SECURITY", Value: "disable_unshare_sysv,disable_unshare_files"},
+		},
 		Ports: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: RestdPort}},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},

@@ -54,6 +54,7 @@ func Job(in base.Input) (*batchv1.Job, error) {
 		Volumes: []corev1.Volume{jailVol},
 	}
 	base.Scheduling(sc, pj.K8sNodeFilterName, &pod)
+	base.Harden(&pod)
 	meta := base.ObjectMeta(sc, JobName(sc), slurmv1alpha1.ComponentJail)
 	return &batchv1.Job{
 		TypeMeta:   base.TypeMeta("batch/v1", "Job"),
