@@ -97,6 +97,8 @@ func invalidCases() []invalidCase {
 		{"a jail sub-mount path with '..'", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/mnt/../etc"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "'..'"},
 		{"a prolog followed by a second Slurm key", setTo("spec.slurmConfig.prolog", "/etc/slurm/prolog.sh SlurmUser=root"), "spec.slurmConfig.prolog", "should match"},
 		{"an epilog that is not an absolute path", setTo("spec.slurmConfig.epilog", "epilog.sh"), "spec.slurmConfig.epilog", "should match"},
+		{"a /dev/shm of size zero", setTo("spec.slurmNodes.worker.sharedMemorySize", "0"), "spec.slurmNodes.worker.sharedMemorySize", "positive size"},
+		{"a negative /dev/shm", setTo("spec.slurmNodes.worker.sharedMemorySize", "-1Gi"), "spec.slurmNodes.worker.sharedMemorySize", "positive size"},
 		{"sshd on port 0", setTo("spec.slurmNodes.login.sshd.port", 0), "spec.slurmNodes.login.sshd.port", "greater than or equal to 1"},
 		{"sshd on port 70000", setTo("spec.slurmNodes.login.sshd.port", 70000), "spec.slurmNodes.login.sshd.port", "less than or equal to 65535"},
 		{"a login Service of an unknown type", setTo("spec.slurmNodes.login.service.type", "Public"), "spec.slurmNodes.login.service.type", "Unsupported value"},

@@ -117,6 +117,7 @@ type Worker struct {
 	// SharedMemorySize sizes /dev/shm of each worker, a memory-backed volume (NCCL and PyTorch
 	// DataLoader workers need far more than a container runtime's 64 MiB). Its pages count
 	// against the worker's memory limit. Unset: as large as the pod's memory limit allows.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="must be a positive size, for example 64Gi"
 	// +optional
 	SharedMemorySize *resource.Quantity `json:"sharedMemorySize,omitempty"`
 
