@@ -18,6 +18,10 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 R=${NODE_DIR:-/tmp/slurm-operator-node}
+# `up` and `down` remove this folder whole: refuse anything that is not a folder of its own.
+case $R in
+/ | /tmp | /tmp/ | /root | /home | /var | /usr | /etc | "") echo "node: NODE_DIR=$R is not a folder of its own" >&2; exit 2 ;;
+esac
 NODE=${NODE_NAME:-slurm-test-node}
 K8S=$("$HERE/test-assets.sh" --print-dir)
 N=$("$HERE/node-assets.sh" --print-dir)

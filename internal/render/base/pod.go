@@ -73,17 +73,16 @@ func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.
 // can write: the key is installed from the Secret as a regular 0400 file owned by munge, the
 // socket directory is made munge's, and munged then runs as munge.
 func MungeSidecar(sc *slurmv1alpha1.SlurmCluster, socketDir string) corev1.Container {
-	script := strings.Join([]string{
-		"set -e",
+	script := Script(
 		InstallDir(socketDir, MungeUser, "0755"),
 		InstallFile(MungeKeySecretDir+"/"+MungeKeyFile, MungeKeyDir+"/"+MungeKeyFile, MungeUser, "0400"),
-		"exec setpriv --reuid=" + MungeUser + " --regid=" + MungeUser + " --init-groups munged --foreground" +
-			" --key-file=" + MungeKeyDir + "/" + MungeKeyFile +
-			" --socket=" + socketDir + "/munge.socket.2" +
-			" --seed-file=" + socketDir + "/munged.seed" +
-			" --pid-file=" + socketDir + "/munged.pid" +
+		"exec setpriv --reuid="+MungeUser+" --regid="+MungeUser+" --init-groups munged --foreground"+
+			" --key-file="+MungeKeyDir+"/"+MungeKeyFile+
+			" --socket="+socketDir+"/munge.socket.2"+
+			" --seed-file="+socketDir+"/munged.seed"+
+			" --pid-file="+socketDir+"/munged.pid"+
 			" --num-threads=4",
-	}, "\n")
+	)
 	return corev1.Container{
 		Name:            "munge",
 		Image:           sc.Spec.Images.Munge,
