@@ -101,9 +101,10 @@ type Worker struct {
 	ScaleDownGracePeriodSeconds *int32 `json:"scaleDownGracePeriodSeconds,omitempty"`
 
 	// GresAutoDetect is gres.conf's AutoDetect: off (the default) lists the device files
-	// /dev/nvidia0…N; nvml lets slurmd find GPUs (and MIG devices) itself, which needs the NVIDIA
-	// driver libraries in the jail.
-	// +kubebuilder:validation:Enum=off;nvml
+	// /dev/nvidia0…N; nvidia lets slurmd find the GPUs itself from the driver's device files, with
+	// no library (it sees no MIG devices); nvml asks NVML, which also finds MIG devices but needs
+	// a slurmd built with the gpu/nvml plugin, which the default images' slurmd is not.
+	// +kubebuilder:validation:Enum=off;nvidia;nvml
 	// +kubebuilder:default=off
 	// +optional
 	GresAutoDetect GresAutoDetect `json:"gresAutoDetect,omitempty"`
@@ -130,8 +131,9 @@ type GresAutoDetect string
 
 // The values of GresAutoDetect.
 const (
-	GresAutoDetectOff  GresAutoDetect = "off"
-	GresAutoDetectNVML GresAutoDetect = "nvml"
+	GresAutoDetectOff    GresAutoDetect = "off"
+	GresAutoDetectNVIDIA GresAutoDetect = "nvidia"
+	GresAutoDetectNVML   GresAutoDetect = "nvml"
 )
 
 // WorkerVolumes are the volumes of each worker.

@@ -71,10 +71,7 @@ var _ = Describe("a scale-down over nodes an admin set down, failed or drained",
 		applySample(ctx, ns, "admin")
 		get(ctx, &appsv1.StatefulSet{}, ns, "admin-worker")
 
-		sc := &slurmv1alpha1.SlurmCluster{}
-		Expect(k8sClient.Get(ctx, key(ns, "admin"), sc)).To(Succeed())
-		sc.Spec.SlurmNodes.Worker.Size = 5
-		Expect(k8sClient.Update(ctx, sc)).To(Succeed())
+		updateSpec(ctx, ns, "admin", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 5 })
 
 		// worker-5 runs a job under the admin's drain: the scale-down waits for it, and drains
 		// nothing (worker-6 failed and worker-7 down keep their state and reason).

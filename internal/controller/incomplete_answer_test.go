@@ -46,10 +46,7 @@ var _ = Describe("a Slurm answer that does not account for the nodes", func() {
 			Consistently(podGone(ctx, ns, "blind-worker-7")).WithTimeout(3 * time.Second).Should(BeFalse())
 
 			// A scale-down drains nothing it cannot see and shrinks nothing.
-			sc := &slurmv1alpha1.SlurmCluster{}
-			Expect(k8sClient.Get(ctx, key(ns, "blind"), sc)).To(Succeed())
-			sc.Spec.SlurmNodes.Worker.Size = 6
-			Expect(k8sClient.Update(ctx, sc)).To(Succeed())
+			updateSpec(ctx, ns, "blind", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 6 })
 			eventuallyCondition(ctx, ns, "blind", "ScalingDown", "SlurmAnswerIncomplete", "worker-6")
 			Consistently(func() *int32 {
 				return get(ctx, &appsv1.StatefulSet{}, ns, "blind-worker").Spec.Replicas

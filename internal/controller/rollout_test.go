@@ -35,9 +35,15 @@ func workerPod(ctx SpecContext, ns, cluster string, i int, revision string, read
 	if ready {
 		status = corev1.ConditionTrue
 	}
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
-	Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
+	// The operator may label the new pod (busy or not) in between: read it again on a conflict.
+	Eventually(func() error {
+		if err := k8sClient.Get(ctx, key(ns, p.Name), p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		return k8sClient.Status().Update(ctx, p)
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 func publishRevision(ctx SpecContext, ns, cluster string, replicas int32, current, update string) {

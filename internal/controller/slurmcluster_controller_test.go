@@ -242,15 +242,20 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 		Expect(first.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "OVERWRITE", Value: "false"}))
 
 		By("marking the Job complete, as the Job controller would")
-		now := metav1.Now()
-		first.Status.StartTime = &now
-		first.Status.CompletionTime = &now
-		first.Status.Succeeded = 1
-		first.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		}
-		Expect(k8sClient.Status().Update(ctx, first)).To(Succeed())
+		Eventually(func() error {
+			if err := k8sClient.Get(ctx, key(ns, first.Name), first); err != nil {
+				return err
+			}
+			now := metav1.Now()
+			first.Status.StartTime = &now
+			first.Status.CompletionTime = &now
+			first.Status.Succeeded = 1
+			first.Status.Conditions = []batchv1.JobCondition{
+				{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			}
+			return k8sClient.Status().Update(ctx, first)
+		}).WithTimeout(timeout).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, key(ns, "jail"), sc)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(sc.Status.Conditions, "JailPopulated")).To(BeTrue())

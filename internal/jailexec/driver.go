@@ -2,6 +2,7 @@ package jailexec
 
 import (
 	"debug/elf"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,7 +15,12 @@ import (
 // on a node without one nothing is found and nothing is done.
 
 // driverLibDirs are where the toolkit puts libraries, in the order they are searched.
-var driverLibDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/lib64", "/usr/lib"}
+// The last two are where GKE's driver installer mounts the node's driver into GPU containers.
+var driverLibDirs = []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/lib64", "/usr/lib",
+	"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib"}
+
+// driverToolDirs are where the toolkit (or GKE's installer) puts the driver's programs.
+var driverToolDirs = []string{"/usr/bin", "/usr/local/nvidia/bin"}
 
 // driverLibPrefixes name the driver's libraries (libcuda, NVML, the JIT compiler, video codecs,
 // OptiX, the debugger). The CUDA toolkit's own libraries (libcudart, libcublas) belong to the
@@ -91,9 +97,8 @@ func FindDriver(root string) (Driver, error) {
 		}
 	}
 	for _, t := range DriverTools {
-		p := filepath.Join(root, "/usr/bin", t)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			d.Files = append(d.Files, DriverFile{Path: filepath.Join("/usr/bin", t), Name: t, Tool: true})
+		if dir := toolDir(root, t); dir != "" {
+			d.Files = append(d.Files, DriverFile{Path: filepath.Join(dir, t), Name: t, Tool: true})
 		}
 	}
 	for s := range sonames {
@@ -101,6 +106,39 @@ func FindDriver(root string) (Driver, error) {
 	}
 	sort.Strings(d.Sonames)
 	return d, nil
+}
+
+// toolDir is the directory of driverToolDirs that holds the driver's program name: the first
+// that holds it as an ELF program, else the first that holds it at all. A wrapper script (some
+// images put one in /usr/bin that runs the real program by its container path) would not run
+// in the jail, where that path does not exist.
+func toolDir(root, name string) string {
+	first := ""
+	for _, dir := range driverToolDirs {
+		p := filepath.Join(root, dir, name)
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if isELF(p) {
+			return dir
+		}
+		if first == "" {
+			first = dir
+		}
+	}
+	return first
+}
+
+func isELF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == "\x7fELF"
 }
 
 func isDriverLib(name string) bool {

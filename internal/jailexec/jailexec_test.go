@@ -91,6 +91,37 @@ func TestFindDriver(t *testing.T) {
 	}
 }
 
+// GKE's driver installer mounts the node's driver at /usr/local/nvidia instead: it is found there.
+func TestFindDriverUnderUsrLocalNvidia(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is needed to build stand-in driver libraries")
+	}
+	root := t.TempDir()
+	lib := filepath.Join(root, "usr/local/nvidia/lib64")
+	must(t, os.MkdirAll(lib, 0o755))
+	must(t, os.MkdirAll(filepath.Join(root, "usr/local/nvidia/bin"), 0o755))
+	buildLib(t, filepath.Join(lib, "libnvidia-ml.so.570.1"), "libnvidia-ml.so.1", "stand-in NVML")
+	must(t, os.Symlink("libnvidia-ml.so.570.1", filepath.Join(lib, "libnvidia-ml.so.1")))
+	// The real program is ELF; /usr/bin holds a wrapper that runs it by this container's path.
+	must(t, os.MkdirAll(filepath.Join(root, "usr/bin"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "usr/bin/nvidia-smi"), []byte("#!/bin/sh\nexec /usr/local/nvidia/bin/nvidia-smi \"$@\"\n"), 0o755))
+	elf, err := os.ReadFile(filepath.Join(lib, "libnvidia-ml.so.570.1"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(root, "usr/local/nvidia/bin/nvidia-smi"), elf, 0o755))
+	d, err := FindDriver(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range d.Files {
+		paths = append(paths, f.Path)
+	}
+	want := []string{"/usr/local/nvidia/lib64/libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.570.1", "/usr/local/nvidia/bin/nvidia-smi"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("files = %v, want %v", paths, want)
+	}
+}
+
 // fakeDriverRoot is a container root as the toolkit leaves it: NVML with its soname link,
 // libcuda without one, nvidia-smi, and libraries that are not the driver's.
 func fakeDriverRoot(t *testing.T) string {

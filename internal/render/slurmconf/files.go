@@ -239,14 +239,22 @@ func slurmExtraConf(sc *slurmv1alpha1.SlurmCluster) string {
 func gresConf(in base.Input) string {
 	w := newWriter(generatedHeader)
 	workers := in.Cluster.Spec.SlurmNodes.Worker
-	nvml := workers.GresAutoDetect == slurmv1alpha1.GresAutoDetectNVML || len(in.GPU.MIG) > 0
-	if nvml {
+	mode := workers.GresAutoDetect
+	if len(in.GPU.MIG) > 0 {
+		// MIG instances are not plain device files, and only NVML sees them.
+		mode = slurmv1alpha1.GresAutoDetectNVML
+	}
+	switch mode {
+	case slurmv1alpha1.GresAutoDetectNVML:
 		w.comment("slurmd finds the devices (and MIG instances) through NVML.")
 		w.kv("AutoDetect", "nvml")
-	} else {
+	case slurmv1alpha1.GresAutoDetectNVIDIA:
+		w.comment("slurmd finds the devices from the driver's device files.")
+		w.kv("AutoDetect", "nvidia")
+	default:
 		w.kv("AutoDetect", "off")
 	}
-	if in.GPU.Total() == 0 || workers.Size == 0 || nvml {
+	if in.GPU.Total() == 0 || workers.Size == 0 || (mode != "" && mode != slurmv1alpha1.GresAutoDetectOff) {
 		return w.String()
 	}
 	files := "/dev/nvidia0"

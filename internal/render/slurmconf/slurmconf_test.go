@@ -107,6 +107,35 @@ func TestGresFollowsTheGPUShape(t *testing.T) {
 	}
 }
 
+// Each AutoDetect mode as slurmd reads it. "nvidia" is what the default images' slurmd can do
+// (their Slurm has no gpu/nvml plugin); MIG always asks NVML, the only mode that sees it.
+func TestGresAutoDetectModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode      slurmv1alpha1.GresAutoDetect
+		mig       bool
+		want      string
+		filesLine bool
+	}{
+		{slurmv1alpha1.GresAutoDetectOff, false, "AutoDetect=off", true},
+		{slurmv1alpha1.GresAutoDetectNVIDIA, false, "AutoDetect=nvidia", false},
+		{slurmv1alpha1.GresAutoDetectNVML, false, "AutoDetect=nvml", false},
+		{slurmv1alpha1.GresAutoDetectNVIDIA, true, "AutoDetect=nvml", false},
+	} {
+		in := base.Input{Cluster: cluster(2), GPU: base.GPU{Count: 8, Type: "h200"}}
+		in.Cluster.Spec.SlurmNodes.Worker.GresAutoDetect = tc.mode
+		if tc.mig {
+			in.GPU = base.GPU{MIG: []base.MIGDevice{{Profile: "1g.18gb", Count: 7}}}
+		}
+		g := gresConf(in)
+		if !strings.Contains(g, "\n"+tc.want+"\n") {
+			t.Errorf("%s (mig %v): want %s in\n%s", tc.mode, tc.mig, tc.want, g)
+		}
+		if got := strings.Contains(g, "File=/dev/nvidia"); got != tc.filesLine {
+			t.Errorf("%s (mig %v): device files listed = %v, want %v:\n%s", tc.mode, tc.mig, got, tc.filesLine, g)
+		}
+	}
+}
+
 func TestCheckValueRefusesWhatASlurmFileCannotHold(t *testing.T) {
 	for v, ok := range map[string]bool{
 		"s3cr3t-Pa55_word.!":     true,
