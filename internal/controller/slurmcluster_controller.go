@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
@@ -54,7 +53,9 @@ type SlurmClusterReconciler struct {
 // +kubebuilder:rbac:groups=k8s.mariadb.com,resources=mariadbs;databases;users;grants,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
 
-// Reconcile runs the phases below in order. Each phase is a method in a file of its own.
+// Reconcile runs the phases (phases.go) and writes the status whatever they did: every path,
+// a spec that cannot be rendered, a child the API refused or an API error, ends with a status
+// that says so.
 func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("slurmCluster", req.NamespacedName)
 	ctx = log.IntoContext(ctx, logger)
@@ -66,90 +67,15 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !sc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // children go with it through owner references
 	}
-	desired := base.WithDefaults(sc)
-	facts := &observed{}
-
-	if err := r.findGPUShape(ctx, desired, facts); err != nil {
-		return ctrl.Result{}, fmt.Errorf("find gpu shape: %w", err)
-	}
-	keys, err := r.ensureKeys(ctx, desired)
-	var lost *mungeKeyLostError
-	if errors.As(err, &lost) {
-		// Nothing is rendered with a key the daemons do not share; look again for the restore.
-		facts.renderErr, facts.renderReason = lost, "MungeKeyMissing"
-		if err := r.updateStatus(ctx, sc, desired, facts); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	s := &reconcileScope{cluster: sc, desired: base.WithDefaults(sc), facts: &observed{}}
+	err := r.runPhases(ctx, s)
+	if serr := r.updateStatus(ctx, sc, s.desired, s.facts); serr != nil {
+		err = errors.Join(err, fmt.Errorf("update status: %w", serr))
 	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("ensure keys: %w", err)
-	}
-	plan, err := r.planWorkers(ctx, desired, keys.JWT, &sc.Status, facts)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("plan workers: %w", err)
-	}
-	facts.scaling = plan
-	toRender := desired
-	if plan.replicas != desired.Spec.SlurmNodes.Worker.Size {
-		// Keep the leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
-		toRender = desired.DeepCopy()
-		toRender.Spec.SlurmNodes.Worker.Size = plan.replicas
-	}
-	in := base.Input{Cluster: toRender, Keys: keys, ClusterDomain: r.ClusterDomain, GPU: facts.gpu.GPU}
-	in.Optional = r.optionalAPIs(facts)
-	r.accountingDatabase(ctx, &in, facts)
-
-	parts, err := render.All(in)
-	if err != nil {
-		facts.renderErr = err
-		return ctrl.Result{}, r.updateStatus(ctx, sc, desired, facts)
-	}
-	var keep []slurmv1alpha1.Component
-	if held, err := r.holdJailOverwrite(ctx, sc, desired); err != nil {
-		return ctrl.Result{}, err
-	} else if held != "" {
-		parts, facts.jailHeld = withoutComponent(parts, slurmv1alpha1.ComponentJail), held
-		keep = append(keep, slurmv1alpha1.ComponentJail)
-	}
-	if err := r.applyAll(ctx, sc, parts); err != nil {
 		return ctrl.Result{}, err
 	}
-	if facts.databaseErr != "" {
-		keep = append(keep, slurmv1alpha1.ComponentAccounting)
-	}
-	if err := r.prune(ctx, sc, parts, keep...); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.observeChildren(ctx, desired, facts); err != nil {
-		return ctrl.Result{}, fmt.Errorf("observe children: %w", err)
-	}
-	if err := r.rollWorkers(ctx, desired, keys.JWT, &sc.Status, facts); err != nil {
-		return ctrl.Result{}, fmt.Errorf("update workers: %w", err)
-	}
-	if err := r.labelBusyWorkers(ctx, desired, keys.JWT, facts); err != nil {
-		return ctrl.Result{}, fmt.Errorf("label busy workers: %w", err)
-	}
-	if err := r.updateStatus(ctx, sc, desired, facts); err != nil {
-		return ctrl.Result{}, err
-	}
-	if facts.scaling.active || facts.rollout.active {
-		// Jobs end and nodes drain without any Kubernetes event: look again soon.
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
-	}
-	if facts.slurmReached {
-		// Jobs start and end without a Kubernetes event: refresh busy labels and counts.
-		poll := r.SlurmPollInterval
-		if poll == 0 {
-			poll = 30 * time.Second
-		}
-		return ctrl.Result{RequeueAfter: poll}, nil
-	}
-	if !facts.settled() {
-		// Pods, load balancers and Jobs change without touching our objects' specs; look again.
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
-	}
-	return ctrl.Result{}, nil
+	return s.result(r.SlurmPollInterval), nil
 }
 
 // SetupWithManager watches SlurmClusters and every kind of child they own.

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
@@ -24,15 +25,35 @@ import (
 const AnnotationAppliedHash = "slurm.hpc.dev/applied-hash"
 
 // applyAll applies every rendered object that is missing or differs from what was applied last.
-func (r *SlurmClusterReconciler) applyAll(ctx context.Context, owner *slurmv1alpha1.SlurmCluster, parts []render.Part) error {
-	for _, p := range parts {
+// Each object is applied on its own: one the API server refuses (an immutable field changed, a
+// ConfigMap over its size limit) is named in the status, and stops neither the other objects
+// nor the phases after this one. Only a conflict (a stale cache) is returned, to retry soon.
+func (r *SlurmClusterReconciler) applyAll(ctx context.Context, s *reconcileScope) error {
+	var conflict error
+	for _, p := range s.parts {
 		for _, obj := range p.Objects {
-			if err := r.apply(ctx, owner, obj); err != nil {
-				return fmt.Errorf("apply %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+			err := r.apply(ctx, s.cluster, obj)
+			switch {
+			case err == nil:
+			case apierrors.IsConflict(err):
+				conflict = err
+			default:
+				kind := obj.GetObjectKind().GroupVersionKind().Kind
+				log.FromContext(ctx).Error(err, "apply failed", "kind", kind, "name", obj.GetName())
+				s.facts.applyErrs = append(s.facts.applyErrs, fmt.Sprintf("%s %s: %s", kind, obj.GetName(), apiMessage(err)))
 			}
 		}
 	}
-	return nil
+	return conflict
+}
+
+// apiMessage is what the API server said, without the client's wrapping.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1.SlurmCluster, obj client.Object) error {

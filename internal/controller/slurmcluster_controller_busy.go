@@ -19,7 +19,8 @@ import (
 // those pods are refused. A worker whose node Slurm's answer does not account for counts as
 // busy. When Slurm cannot be asked at all, the labels stay as they are. A label is written only
 // when it changes.
-func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, o *observed) error {
+func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, s *reconcileScope) error {
+	sc, jwtKey, o := s.desired, s.keys.JWT, s.facts
 	nodes := o.slurmNodes
 	if !o.slurmReached {
 		var err error

@@ -16,7 +16,8 @@ import (
 // findGPUShape reads the GPU nodes from the cache (which holds only nodes labelled
 // nvidia.com/gpu.present=true, and of those only labels and allocatable GPUs) and derives the
 // workers' GPU shape.
-func (r *SlurmClusterReconciler) findGPUShape(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, o *observed) error {
+func (r *SlurmClusterReconciler) findGPUShape(ctx context.Context, s *reconcileScope) error {
+	sc, o := s.desired, s.facts
 	nodes := &corev1.NodeList{}
 	if err := r.List(ctx, nodes); err != nil {
 		return err

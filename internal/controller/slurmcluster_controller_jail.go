@@ -18,12 +18,24 @@ import (
 // reasonOverwriteWaiting is JailPopulated's reason while an overwrite waits for pods to go.
 const reasonOverwriteWaiting = "OverwriteWaiting"
 
-// holdJailOverwrite says why an overwrite of a populated jail must wait, or "" when it may run:
+// holdJailOverwrite leaves the jail's objects out of this reconcile (not applied, not pruned)
+// while an overwrite must wait, and says why in the status.
+func (r *SlurmClusterReconciler) holdJailOverwrite(ctx context.Context, s *reconcileScope) error {
+	held, err := r.jailOverwriteHold(ctx, s.cluster, s.desired)
+	if err != nil || held == "" {
+		return err
+	}
+	s.parts, s.facts.jailHeld = withoutComponent(s.parts, slurmv1alpha1.ComponentJail), held
+	s.keep = append(s.keep, slurmv1alpha1.ComponentJail)
+	return nil
+}
+
+// jailOverwriteHold says why an overwrite of a populated jail must wait, or "" when it may run:
 // copying a new root over the jail while login and worker pods run in it would break their
 // daemons, ssh sessions and jobs. The overwrite waits until the admin has scaled both to zero
 // (a scale-down drains and waits for jobs) and their pods are gone. A first population, and an
 // overwrite Job that already exists, never wait.
-func (r *SlurmClusterReconciler) holdJailOverwrite(ctx context.Context, sc, desired *slurmv1alpha1.SlurmCluster) (string, error) {
+func (r *SlurmClusterReconciler) jailOverwriteHold(ctx context.Context, sc, desired *slurmv1alpha1.SlurmCluster) (string, error) {
 	pj := desired.Spec.PopulateJail
 	if pj == nil || pj.Image == "" || !pj.Overwrite {
 		return "", nil

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +18,25 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
 )
 
-// ensureKeys returns the cluster's keys: the data of the existing Secrets when they exist, and
+// ensureKeys puts the cluster's keys into the scope. A lost munge key of a cluster that ran
+// halts the reconcile: nothing is rendered with a key the daemons do not share, and the
+// operator looks again for the restore.
+func (r *SlurmClusterReconciler) ensureKeys(ctx context.Context, s *reconcileScope) error {
+	k, err := r.keysFor(ctx, s.desired)
+	var lost *mungeKeyLostError
+	if errors.As(err, &lost) {
+		s.facts.renderErr, s.facts.renderReason = lost, "MungeKeyMissing"
+		s.requeueAfter = 30 * time.Second
+		return errHalt
+	}
+	s.keys = k
+	return err
+}
+
+// keysFor returns the cluster's keys: the data of the existing Secrets when they exist, and
 // new keys only for Secrets that do not. A key in an existing Secret is never replaced, so the
 // munge key, host keys and passwords survive every reconcile and operator restart.
-func (r *SlurmClusterReconciler) ensureKeys(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (base.Keys, error) {
+func (r *SlurmClusterReconciler) keysFor(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (base.Keys, error) {
 	var k base.Keys
 	var err error
 	generateMunge := keys.Munge

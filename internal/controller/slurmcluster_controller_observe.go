@@ -21,6 +21,13 @@ import (
 // observed holds what a reconcile learned about the world; the status is computed from it.
 type observed struct {
 	renderErr error
+	// phaseErr is why a phase stopped the reconcile (an API error, say), with the phase's name.
+	phaseErr error
+	// applyErrs name each child the API server refused, with its message.
+	applyErrs []string
+	// childrenUnknown is true when the children could not be read: their conditions keep what
+	// they said before.
+	childrenUnknown bool
 	// renderReason is the condition reason of renderErr ("RenderFailed" when empty).
 	renderReason string
 	gpu          gpu.Result
@@ -106,7 +113,8 @@ func (r *SlurmClusterReconciler) accountingDatabase(ctx context.Context, in *bas
 }
 
 // observeChildren reads the children whose state the status reports.
-func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, o *observed) error {
+func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconcileScope) error {
+	sc, o := s.desired, s.facts
 	get := func(name string) (*appsv1.StatefulSet, error) {
 		s := &appsv1.StatefulSet{}
 		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)

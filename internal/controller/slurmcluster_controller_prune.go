@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
@@ -26,7 +25,8 @@ import (
 // MariaDB could take its data with it), never a Job that is still running, and nothing of the
 // components in keep (parts this reconcile could not render, such as accounting without its
 // database password).
-func (r *SlurmClusterReconciler) prune(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, parts []render.Part, keep ...slurmv1alpha1.Component) error {
+func (r *SlurmClusterReconciler) prune(ctx context.Context, s *reconcileScope) error {
+	sc, parts, keep := s.cluster, s.parts, s.keep
 	desired := map[string]bool{}
 	for _, p := range parts {
 		for _, o := range p.Objects {

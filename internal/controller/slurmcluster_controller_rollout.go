@@ -33,7 +33,8 @@ type rollout struct {
 // one) are replaced at a time, idle ones first. When a replaced pod is ready again, the
 // operator's update drain is lifted; an admin's drain stays. When Slurm cannot be asked,
 // nothing is deleted.
-func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) error {
+func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) error {
+	sc, jwtKey, prev, o := s.desired, s.keys.JWT, &s.cluster.Status, s.facts
 	sts := o.worker
 	if sts == nil || sts.Status.UpdateRevision == "" {
 		return nil

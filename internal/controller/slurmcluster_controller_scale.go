@@ -69,11 +69,18 @@ func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key
 	return slurm.NewClient(rendercontroller.RestdURL(sc, domain), key)
 }
 
-// planWorkers decides how many workers to render. Scaling up is immediate. Scaling down never
+// planWorkers puts into the scope how many workers to render (see decideScaling).
+func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, s *reconcileScope) error {
+	plan, err := r.decideScaling(ctx, s.desired, s.keys.JWT, &s.cluster.Status, s.facts)
+	s.facts.scaling = plan
+	return err
+}
+
+// decideScaling decides how many workers to render. Scaling up is immediate. Scaling down never
 // removes a worker that may run a job: the nodes above the new size are drained in Slurm with
 // the operator's reason, and the StatefulSet (and the node list) shrink only once every one of
 // them is drained and idle, or down. When Slurm cannot be asked, nothing shrinks (fail closed).
-func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
+func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
 	want := sc.Spec.SlurmNodes.Worker.Size
 	live := &appsv1.StatefulSet{}
 	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentWorker)}, live)

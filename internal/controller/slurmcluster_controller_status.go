@@ -51,15 +51,19 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	nodes := sc.Spec.SlurmNodes
 
 	ctlOK, ctlReason, ctlMsg := statefulSetCondition(o.controller, "slurmctld")
-	set(ConditionControllerAvailable, ctlOK, ctlReason, ctlMsg)
-
-	wOK, wReason, wMsg := statefulSetCondition(o.worker, "worker")
-	set(ConditionWorkersAvailable, wOK, wReason, wMsg)
-
-	lOK, lReason, lMsg := statefulSetCondition(o.login, "login")
-	set(ConditionLoginAvailable, lOK, lReason, lMsg)
+	if o.childrenUnknown {
+		// Nothing was read this time: the children's conditions keep what they said.
+		ctlOK, ctlMsg = meta.IsStatusConditionTrue(st.Conditions, ConditionControllerAvailable), "the children could not be read"
+	} else {
+		set(ConditionControllerAvailable, ctlOK, ctlReason, ctlMsg)
+		wOK, wReason, wMsg := statefulSetCondition(o.worker, "worker")
+		set(ConditionWorkersAvailable, wOK, wReason, wMsg)
+		lOK, lReason, lMsg := statefulSetCondition(o.login, "login")
+		set(ConditionLoginAvailable, lOK, lReason, lMsg)
+	}
 
 	switch {
+	case o.childrenUnknown && nodes.Accounting.Enabled && o.databaseErr == "":
 	case !nodes.Accounting.Enabled:
 		set(ConditionAccountingAvailable, true, "Disabled", "accounting is not enabled (spec.slurmNodes.accounting.enabled)")
 	case o.databaseErr != "":
@@ -72,6 +76,7 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	}
 
 	switch {
+	case o.childrenUnknown && sc.Spec.PopulateJail != nil && sc.Spec.PopulateJail.Image != "":
 	case sc.Spec.PopulateJail == nil || sc.Spec.PopulateJail.Image == "":
 		set(ConditionJailPopulated, true, "NotManaged", "spec.populateJail is unset: the jail volume is used as it is")
 	case o.jailHeld != "":
@@ -86,23 +91,27 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		set(ConditionJailPopulated, false, "Populating", "the populate Job is running")
 	}
 
-	var problems []string
-	if o.renderErr != nil {
-		problems = append(problems, o.renderErr.Error())
-	}
-	if nodes.Exporter.Enabled && !o.serviceMonitorAPI {
-		problems = append(problems, "no ServiceMonitor: the monitoring.coreos.com API is not served")
-	}
+	// Degraded names what went wrong, the most fundamental first: its reason is the first's.
+	var problems, reasons []string
+	add := func(reason, msg string) { reasons, problems = append(reasons, reason), append(problems, msg) }
 	renderReason := o.renderReason
 	if renderReason == "" {
 		renderReason = "RenderFailed"
 	}
+	if o.renderErr != nil {
+		add(renderReason, o.renderErr.Error())
+	}
+	if o.phaseErr != nil {
+		add("ReconcileFailed", o.phaseErr.Error())
+	}
+	if len(o.applyErrs) > 0 {
+		add("ApplyFailed", "the API server refused "+strings.Join(o.applyErrs, "; "))
+	}
+	if nodes.Exporter.Enabled && !o.serviceMonitorAPI && o.renderErr == nil && o.phaseErr == nil {
+		add("OptionalAPIMissing", "no ServiceMonitor: the monitoring.coreos.com API is not served")
+	}
 	if len(problems) > 0 {
-		reason := "OptionalAPIMissing"
-		if o.renderErr != nil {
-			reason = renderReason
-		}
-		set(ConditionDegraded, true, reason, strings.Join(problems, "; "))
+		set(ConditionDegraded, true, reasons[0], strings.Join(problems, "; "))
 	} else {
 		set(ConditionDegraded, false, "AsExpected", "")
 	}
@@ -111,6 +120,8 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	switch {
 	case o.renderErr != nil:
 		set(ConditionAvailable, false, renderReason, o.renderErr.Error())
+	case o.childrenUnknown:
+		// Keeps what it said.
 	case !ctlOK:
 		set(ConditionAvailable, false, "ControllerUnavailable", ctlMsg)
 	case !jailOK:
@@ -122,15 +133,21 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	}
 
 	st.Workers.Desired = nodes.Worker.Size
-	st.Workers.Replicas, st.Workers.Ready = 0, 0
+	if !o.childrenUnknown {
+		st.Workers.Replicas, st.Workers.Ready = 0, 0
+	}
 	if o.worker != nil {
 		st.Workers.Replicas = o.worker.Status.Replicas
 		st.Workers.Ready = o.worker.Status.ReadyReplicas
 	}
 	st.Workers.Summary = fmt.Sprintf("%d/%d", st.Workers.Ready, st.Workers.Desired)
 	st.Workers.Selector = labels.SelectorFromSet(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker)).String()
-	st.LoginEndpoint = loginEndpoint(o.loginService)
-	set(ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
+	if !o.childrenUnknown {
+		st.LoginEndpoint = loginEndpoint(o.loginService)
+	}
+	if o.gpu.Reason != "" { // else the nodes could not be read
+		set(ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
+	}
 	if o.scaling.active {
 		set(ConditionScalingDown, true, o.scaling.reason, o.scaling.message)
 	} else if meta.FindStatusCondition(st.Conditions, ConditionScalingDown) != nil {
@@ -145,14 +162,17 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		c := slurm.Count(o.slurmNodes)
 		st.Workers.Idle, st.Workers.Allocated, st.Workers.Drained = c.Idle, c.Allocated, c.Drained
 	}
-	if n := o.gpu.GPU.Total(); n > 0 {
+	switch n := o.gpu.GPU.Total(); {
+	case o.gpu.Reason == "":
+		// The nodes could not be read: the shape stays as it was.
+	case n > 0:
 		st.GPU = &slurmv1alpha1.GPUShape{PerWorker: n, Type: o.gpu.GPU.Type, Product: o.gpu.Product, Source: o.gpu.Source}
-	} else {
+	default:
 		st.GPU = nil
 	}
-	if o.renderErr == nil {
-		st.ObservedGeneration = sc.Generation
-	}
+	// The status speaks of this generation on every path; when it could not be carried out,
+	// Degraded (and Available) say why.
+	st.ObservedGeneration = sc.Generation
 	return st
 }
 

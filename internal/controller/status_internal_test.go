@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -65,16 +66,42 @@ func TestComputeStatus(t *testing.T) {
 			}},
 		{name: "no worker ready is not Available", wantAvail: metav1.ConditionFalse, wantReason: "NoWorkerReady",
 			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) { o.worker = sts(2, 0) }},
-		{name: "a render error keeps the old observedGeneration", wantAvail: metav1.ConditionFalse, wantReason: "RenderFailed",
+		{name: "a render error is this generation's status: Degraded says it", wantAvail: metav1.ConditionFalse, wantReason: "RenderFailed",
 			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
 				o.renderErr = errString("volume source x is missing")
 			},
 			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
-				if st.ObservedGeneration != 0 {
-					t.Errorf("observedGeneration moved to %d on a failed render", st.ObservedGeneration)
+				if st.ObservedGeneration != 3 {
+					t.Errorf("observedGeneration %d, want 3", st.ObservedGeneration)
 				}
-				if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue {
+				if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "RenderFailed" {
 					t.Errorf("Degraded not set: %+v", c)
+				}
+			}},
+		{name: "a refused child is named, and the rest of the status is still written", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
+				o.applyErrs = []string{"ConfigMap demo-root-authorized-keys: ConfigMap \"demo-root-authorized-keys\" is invalid: []: Too long: must have at most 1048576 bytes"}
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				c := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
+				if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "ApplyFailed" || !strings.Contains(c.Message, "ConfigMap demo-root-authorized-keys: ") {
+					t.Errorf("Degraded: %+v", c)
+				}
+				if st.ObservedGeneration != 3 || st.Workers.Summary != "2/2" {
+					t.Errorf("status: %+v", st)
+				}
+			}},
+		{name: "children that could not be read keep their conditions", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
+				*o = observed{childrenUnknown: true, phaseErr: errString("find the GPU shape: the server is currently unable to handle the request")}
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				c := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
+				if c == nil || c.Reason != "ReconcileFailed" || !strings.Contains(c.Message, "find the GPU shape: ") {
+					t.Errorf("Degraded: %+v", c)
+				}
+				if !meta.IsStatusConditionTrue(st.Conditions, ConditionWorkersAvailable) || st.Workers.Ready != 2 || st.GPU == nil || st.GPU.PerWorker != 8 {
+					t.Errorf("what was known before was lost: %+v", st)
 				}
 			}},
 		{name: "Slurm's node states give the counts", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
@@ -102,7 +129,9 @@ func TestComputeStatus(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(sc, o)
 			}
-			st := computeStatus(sc, slurmv1alpha1.SlurmClusterStatus{}, o)
+			// Each case follows a reconcile that found everything ready.
+			prev := computeStatus(statusCluster(), slurmv1alpha1.SlurmClusterStatus{}, ready())
+			st := computeStatus(sc, prev, o)
 			c := meta.FindStatusCondition(st.Conditions, ConditionAvailable)
 			if c == nil || c.Status != tc.wantAvail || c.Reason != tc.wantReason {
 				t.Fatalf("Available = %+v, want %s/%s", c, tc.wantAvail, tc.wantReason)

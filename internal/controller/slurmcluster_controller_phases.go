@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+// reconcileScope is what one reconcile of one SlurmCluster knows. The phases fill it in, in
+// order; the status is computed from it at the end, whichever phase stopped the reconcile.
+type reconcileScope struct {
+	// cluster is the object as read; its status is patched from what follows.
+	cluster *slurmv1alpha1.SlurmCluster
+	// desired is cluster with the defaults filled in; phases read the spec from it.
+	desired *slurmv1alpha1.SlurmCluster
+	facts   *observed
+	keys    base.Keys
+	parts   []render.Part
+	// keep are the components whose live objects stay as they are this time (not rendered, so
+	// not pruned either).
+	keep []slurmv1alpha1.Component
+	// requeueAfter asks for a timed look although nothing failed.
+	requeueAfter time.Duration
+}
+
+// phase is one step of a reconcile. A phase that returns errHalt stops the steps after it (a
+// state the status explains, such as a spec that cannot be rendered); any other error stops
+// them too and is retried with backoff. Phases marked always run even then, since the status
+// needs what they read.
+type phase struct {
+	name   string
+	run    func(context.Context, *reconcileScope) error
+	always bool
+}
+
+// errHalt stops a reconcile without an error: the status says why, and nothing is retried
+// before the next change or timed look.
+var errHalt = errors.New("halt")
+
+// phases are the steps of a reconcile, in the order they run.
+func (r *SlurmClusterReconciler) phases() []phase {
+	return []phase{
+		{name: "find the GPU shape", run: r.findGPUShape},
+		{name: "ensure keys", run: r.ensureKeys},
+		{name: "plan workers", run: r.planWorkers},
+		{name: "render", run: r.renderChildren},
+		{name: "hold a jail overwrite", run: r.holdJailOverwrite},
+		{name: "apply", run: r.applyAll},
+		{name: "prune", run: r.prune},
+		{name: "observe children", run: r.observeChildren, always: true},
+		{name: "update workers", run: r.rollWorkers},
+		{name: "label busy workers", run: r.labelBusyWorkers},
+	}
+}
+
+// runPhases runs the phases and records in the scope's facts where and why they stopped. The
+// error returned is for the work queue's backoff.
+func (r *SlurmClusterReconciler) runPhases(ctx context.Context, s *reconcileScope) error {
+	var stopped error
+	for _, p := range r.phases() {
+		if stopped != nil && !p.always {
+			continue
+		}
+		err := p.run(ctx, s)
+		switch {
+		case err == nil:
+		case errors.Is(err, errHalt):
+			if stopped == nil {
+				stopped = errHalt
+			}
+		case stopped == nil:
+			stopped = fmt.Errorf("%s: %w", p.name, err)
+			if !apierrors.IsConflict(err) {
+				// A conflict is a stale cache, gone at the next try; anything else is said.
+				s.facts.phaseErr = stopped
+			}
+		default:
+			s.facts.childrenUnknown = true
+		}
+		if p.name == "observe children" && err != nil {
+			s.facts.childrenUnknown = true
+		}
+	}
+	if errors.Is(stopped, errHalt) {
+		return nil
+	}
+	return stopped
+}
+
+// result is when to look again after a reconcile that returned no error.
+func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
+	f := s.facts
+	switch {
+	case s.requeueAfter > 0:
+		return ctrl.Result{RequeueAfter: s.requeueAfter}
+	case f.scaling.active || f.rollout.active || len(f.applyErrs) > 0:
+		// Jobs end and nodes drain without any Kubernetes event; a child the API refused may
+		// be accepted once what it depends on changes: look again soon.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}
+	case f.slurmReached:
+		// Jobs start and end without a Kubernetes event: refresh busy labels and counts.
+		if poll == 0 {
+			poll = 30 * time.Second
+		}
+		return ctrl.Result{RequeueAfter: poll}
+	case !f.settled():
+		// Pods, load balancers and Jobs change without touching our objects' specs; look again.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}
+	}
+	return ctrl.Result{}
+}
+
+// renderChildren renders every child. The worker count rendered is the planned one, which
+// keeps leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
+func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
+	toRender := s.desired
+	if s.facts.scaling.replicas != s.desired.Spec.SlurmNodes.Worker.Size {
+		toRender = s.desired.DeepCopy()
+		toRender.Spec.SlurmNodes.Worker.Size = s.facts.scaling.replicas
+	}
+	in := base.Input{Cluster: toRender, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
+	in.Optional = r.optionalAPIs(s.facts)
+	r.accountingDatabase(ctx, &in, s.facts)
+	if s.facts.databaseErr != "" {
+		s.keep = append(s.keep, slurmv1alpha1.ComponentAccounting)
+	}
+	parts, err := render.All(in)
+	if err != nil {
+		s.facts.renderErr = err
+		return errHalt
+	}
+	s.parts = parts
+	return nil
+}
