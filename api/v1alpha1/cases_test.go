@@ -120,6 +120,14 @@ func invalidCases() []invalidCase {
 		{"a health check interval of 5 seconds", setTo("spec.periodicChecks", map[string]any{"intervalSeconds": 5}), "spec.periodicChecks.intervalSeconds", "greater than or equal to 10"},
 		{"an unknown health check", setTo("spec.periodicChecks", map[string]any{"checks": []any{"Disk"}}), "spec.periodicChecks.checks[0]", "Unsupported value"},
 		{"a name too long to prefix child objects", setTo("metadata.name", strings.Repeat("a", 41)), "metadata.name", "at most 40"},
+		{"a name with a dot (no valid Service name)", setTo("metadata.name", "team.a"), "metadata.name", "DNS label"},
+		{"a name starting with a digit", setTo("metadata.name", "1cluster"), "metadata.name", "DNS label"},
+		{"a jail sub-mount over /etc/slurm", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/etc/slurm"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/etc/slurm"},
+		{"a jail sub-mount over slurmd's spool", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/var/spool/slurmd/x"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "system directory"},
+		{"a jail sub-mount at /proc/ with a trailing slash", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/proc/"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "written plainly"},
+		{"a jail sub-mount at //etc", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "//etc"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "written plainly"},
+		{"a jail sub-mount at /./usr", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "/./usr"), "spec.slurmNodes.worker.volumes.jailSubMounts[0].mountPath", "written plainly"},
+		{"a jail sub-mount name too long for its volume name", setTo("spec.slurmNodes.worker.volumes.jailSubMounts[0].name", strings.Repeat("a", 50)), "spec.slurmNodes.worker.volumes.jailSubMounts[0].name", "49"},
 	}
 }
 

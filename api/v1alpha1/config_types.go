@@ -62,18 +62,22 @@ type JailVolume struct {
 // JailSubMount mounts a volume inside the jail.
 type JailSubMount struct {
 	// Name of the sub-mount; a sub-mount of the same name on login and workers must have the
-	// same mountPath.
+	// same mountPath. At most 49 characters: it names the pod volume jail-submount-NAME.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:MaxLength=49
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
-	// MountPath is the absolute path inside the jail.
+	// MountPath is the absolute path inside the jail, written plainly (no '//', '.' or '..'
+	// segments, no trailing '/'). It may not be, or be under, a directory of the jail's system or
+	// one the pods' entrypoint mounts (/proc, /sys, /dev, /run, /etc, /usr, /bin, /sbin, /lib,
+	// /lib64, /boot, /var/spool/slurmd, /var/run), nor be /tmp, /var or /var/spool.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:Pattern=`^/[^\r\n:]*$`
 	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="must not contain '..'"
-	// +kubebuilder:validation:XValidation:rule="!(self in ['/', '/proc', '/sys', '/dev', '/run', '/tmp', '/etc', '/usr', '/bin', '/lib', '/sbin', '/var'])",message="must not hide a system directory of the jail"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('//|/[.](/|$)|/$')",message="must be written plainly: no '//', no '.' segment, no trailing '/'"
+	// +kubebuilder:validation:XValidation:rule="!['/proc', '/sys', '/dev', '/run', '/etc', '/usr', '/bin', '/sbin', '/lib', '/lib64', '/boot', '/var/spool/slurmd', '/var/run'].exists(d, self == d || self.startsWith(d + '/')) && !(self in ['/tmp', '/var', '/var/spool'])",message="must not hide a system directory of the jail or one the pods mount (such as /etc/slurm)"
 	MountPath string `json:"mountPath"`
 
 	// VolumeSourceName names an entry of spec.volumeSources.
