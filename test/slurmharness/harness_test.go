@@ -287,13 +287,15 @@ func TestCluster(t *testing.T) {
 		conf, gres := readTestdata(t, "slurm.conf"), readTestdata(t, "gres.conf")
 		grow := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("-[0-1]"), []byte("-[0-2]")) }
 		for round := 1; round <= 2; round++ {
-			if err := c.AddWorker(ctx, Host{Name: "demo-worker-2", SlurmName: "worker-2", GPUs: 2}); err != nil {
-				t.Fatal(err)
-			}
+			// As the operator does: the node list first (a slurmd that starts on a slurm.conf
+			// without its own node exits), then the worker.
 			if err := c.UpdateSlurmFiles(map[string][]byte{"slurm.conf": grow(conf), "gres.conf": grow(gres)}); err != nil {
 				t.Fatal(err)
 			}
 			run(t, ctrlHost, "scontrol", "reconfigure")
+			if err := c.AddWorker(ctx, Host{Name: "demo-worker-2", SlurmName: "worker-2", GPUs: 2}); err != nil {
+				t.Fatal(err)
+			}
 			err := c.WaitFor(ctx, "worker-2 idle", func() (bool, error) {
 				s, err := nodeStates()
 				return s["worker-2"] == "idle", err
