@@ -104,6 +104,30 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 		}))
 	})
 
+	It("does not roll the workers when one node of many changes its GPU count, and back", func(ctx SpecContext) {
+		for _, n := range []string{"one-a", "one-b", "one-c"} {
+			gpuNode(ctx, n, "NVIDIA-H100-80GB-HBM3", 8)
+		}
+		applyGPUCluster(ctx, "one")
+		Eventually(func() string { return slurmConf(ctx, ns, "one") }).WithTimeout(timeout).Should(ContainSubstring("Gres=gpu:h100:8"))
+		eventuallyCondition(ctx, ns, "one", "GPUShape", "FromNodeLabels", "")
+		before := get(ctx, &appsv1.StatefulSet{}, ns, "one-worker")
+
+		By("one node loses a GPU: it is named, the template stays")
+		relabel(ctx, "one-b", map[string]string{"nvidia.com/gpu.count": "7"})
+		eventuallyCondition(ctx, ns, "one", "GPUShape", "NodesDisagree", "one-b")
+		Consistently(func() int64 {
+			return get(ctx, &appsv1.StatefulSet{}, ns, "one-worker").Generation
+		}).WithTimeout(3 * time.Second).Should(Equal(before.Generation))
+
+		By("it recovers: still the same template")
+		relabel(ctx, "one-b", map[string]string{"nvidia.com/gpu.count": "8"})
+		eventuallyCondition(ctx, ns, "one", "GPUShape", "FromNodeLabels", "")
+		Consistently(func() int64 {
+			return get(ctx, &appsv1.StatefulSet{}, ns, "one-worker").Generation
+		}).WithTimeout(3 * time.Second).Should(Equal(before.Generation))
+	})
+
 	It("makes no write when a label that is not about GPUs changes", func(ctx SpecContext) {
 		gpuNode(ctx, "quiet-a", "NVIDIA-H100-80GB-HBM3", 8)
 		applyGPUCluster(ctx, "quiet")

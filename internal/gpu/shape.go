@@ -107,6 +107,10 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 		res.GPU.Count, res.GPU.Type = 0, ""
 	}
 	res.Message = fmt.Sprintf("%s on %d nodes", major.describe(), len(groups[keys[0]]))
+	// Workers are always pinned to nodes of the shape they are rendered for, also while every
+	// node agrees: one node's change (a GPU lost, 8 → 7) then leaves the pod template as it is,
+	// instead of adding the pin and replacing every worker (and again when the node recovers).
+	res.GPU.RequireLabels = requireLabels(major)
 	if explicit != nil {
 		res.GPU.Count, res.GPU.MIG, res.Source, res.Reason = *explicit, nil, "Spec", ReasonFromSpec
 		res.Message = fmt.Sprintf("spec.slurmNodes.worker.gpu is %d; type %q from the node labels", *explicit, res.GPU.Type)
@@ -123,7 +127,6 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 		res.Reason = ReasonNodesDisagree
 		res.Message = fmt.Sprintf("nodes disagree: using the majority shape %s on %d nodes and keeping workers off %s",
 			major.describe(), len(groups[keys[0]]), strings.Join(others, "; "))
-		res.GPU.RequireLabels = requireLabels(major)
 	}
 	return res
 }

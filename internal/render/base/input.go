@@ -43,8 +43,9 @@ type GPU struct {
 	// MIG lists the MIG devices of each worker (MIG strategy mixed); when set, Count and Type
 	// are unused and gres.conf relies on NVML detection.
 	MIG []MIGDevice
-	// RequireLabels pins worker pods to nodes with these labels: set when nodes disagree, so
-	// that workers only land on nodes of the shape Slurm was told about.
+	// RequireLabels pins worker pods to nodes with these labels, the shape Slurm was told
+	// about: set whenever the shape comes from GPU node labels, so that it does not change
+	// (and roll every worker) when one node starts to disagree.
 	RequireLabels map[string]string
 }
 
