@@ -39,8 +39,10 @@ var (
 	testEnv   *envtest.Environment
 	k8sClient client.Client
 	cfg       *rest.Config
-	stopMgr   context.CancelFunc
-	mgrDone   chan struct{}
+	// operatorCfg is a user with the operator's ClusterRole.
+	operatorCfg *rest.Config
+	stopMgr     context.CancelFunc
+	mgrDone     chan struct{}
 )
 
 func TestControllerOnARealAPIServer(t *testing.T) {
@@ -57,6 +59,10 @@ var _ = BeforeSuite(func() {
 	testEnv, k8sClient, _, err = kube.StartEnv([]string{filepath.Join("..", "..", "config", "crd", "bases")})
 	Expect(err).NotTo(HaveOccurred())
 	cfg = testEnv.Config
+	// The manager runs with the operator's own ClusterRole, not as an admin: a permission the
+	// role lacks fails these specs as it would fail an installation.
+	operatorCfg, err = kube.OperatorConfig(testEnv, k8sClient, filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
 	startManager()
 })
 
@@ -69,7 +75,7 @@ var _ = AfterSuite(func() {
 
 // startManager runs the operator's manager, as cmd/manager does.
 func startManager() {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
 		Scheme:                 kube.Scheme(),
 		Cache:                  controller.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -3,16 +3,22 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
@@ -37,6 +43,9 @@ func StartEnv(crdDirs []string) (*envtest.Environment, client.Client, string, er
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
 	}
+	// As OpenShift runs it: setting an owner reference that blocks the owner's deletion needs
+	// the right to update the owner's finalizers.
+	env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("start api server: %w", err)
@@ -81,4 +90,36 @@ func Kubectl() (string, error) {
 		}
 	}
 	return exec.LookPath("kubectl")
+}
+
+// OperatorConfig returns a client config for a user bound to the operator's ClusterRole, as
+// config/rbac/role.yaml (the file the chart's role is made from) grants it: a manager run with
+// it can do exactly what the installed operator can.
+func OperatorConfig(env *envtest.Environment, admin client.Client, roleFile string) (*rest.Config, error) {
+	data, err := os.ReadFile(roleFile)
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return nil, fmt.Errorf("%s: %w", roleFile, err)
+	}
+	ctx := context.Background()
+	if err := admin.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create the operator's ClusterRole: %w", err)
+	}
+	const user = "system:serviceaccount:slurm-operator-system:slurm-operator"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if err := admin.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("bind the operator's ClusterRole: %w", err)
+	}
+	u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return u.Config(), nil
 }
