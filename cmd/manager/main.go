@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
@@ -23,18 +22,20 @@ import (
 
 func main() {
 	var (
-		metricsAddr   string
-		probeAddr     string
-		leaderElect   bool
-		clusterDomain string
-		local         bool
-		localOnce     bool
-		localSample   string
-		localCRDs     string
-		localConfig   string
-		localNS       string
+		metricsAddr     string
+		metricsInsecure bool
+		probeAddr       string
+		leaderElect     bool
+		clusterDomain   string
+		local           bool
+		localOnce       bool
+		localSample     string
+		localCRDs       string
+		localConfig     string
+		localNS         string
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; 0 disables it")
+	flag.BoolVar(&metricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP to anyone (by default: HTTPS, and only to callers the API server authenticates and authorizes for GET /metrics)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, so that only one manager reconciles at a time")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
@@ -82,7 +83,7 @@ func main() {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                metricsOptions(metricsAddr, !metricsInsecure),
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "slurm-operator.slurm.hpc.dev",

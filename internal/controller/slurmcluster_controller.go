@@ -43,6 +43,8 @@ type SlurmClusterReconciler struct {
 // +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
