@@ -196,3 +196,9 @@ type Partition struct {
 	// +optional
 	Options string `json:"options,omitempty"`
 }
+
+// LabelAllowReference, set to "true" on a Secret, lets SlurmClusters in its namespace read it
+// (spec.slurmNodes.accounting.externalDB.passwordSecretKeyRef). Without it the operator does not
+// read the Secret: whoever may write a SlurmCluster cannot make the operator copy any Secret of
+// the namespace into slurmdbd.conf and on to a database host of their choice.
+const LabelAllowReference = "slurm.hpc.dev/allow-reference"

@@ -320,7 +320,9 @@ type ExternalDB struct {
 	// +optional
 	Database string `json:"database,omitempty"`
 
-	// PasswordSecretKeyRef is the Secret key that holds the user's password.
+	// PasswordSecretKeyRef is the Secret key that holds the user's password. The Secret, in the
+	// cluster's namespace, must carry the label slurm.hpc.dev/allow-reference=true: the operator
+	// reads no Secret that did not opt in.
 	PasswordSecretKeyRef corev1.SecretKeySelector `json:"passwordSecretKeyRef"`
 }
 

@@ -93,6 +93,9 @@ func (r *SlurmClusterReconciler) accountingDatabase(ctx context.Context, in *bas
 		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: ref.Name}, s)
 		field := "spec.slurmNodes.accounting.externalDB.passwordSecretKeyRef"
 		switch {
+		case err == nil && s.Labels[slurmv1alpha1.LabelAllowReference] != "true":
+			o.databaseReason = "DatabaseSecretNotAllowed"
+			o.databaseErr = "Secret " + ref.Name + " (" + field + ") is not labelled " + slurmv1alpha1.LabelAllowReference + "=true: label it to let SlurmClusters read it"
 		case err != nil || len(s.Data[ref.Key]) == 0:
 			o.databaseReason = "DatabaseSecretMissing"
 			o.databaseErr = "cannot read key " + ref.Key + " of Secret " + ref.Name + " (" + field + ")"

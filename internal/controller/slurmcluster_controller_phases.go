@@ -111,8 +111,9 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 			poll = 30 * time.Second
 		}
 		return ctrl.Result{RequeueAfter: poll}
-	case !f.settled():
-		// Pods, load balancers and Jobs change without touching our objects' specs; look again.
+	case !f.settled() || f.databaseErr != "":
+		// Pods, load balancers and Jobs change without touching our objects' specs, and the
+		// database password's Secret is not watched: look again.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}
 	}
 	return ctrl.Result{}

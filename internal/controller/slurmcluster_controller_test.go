@@ -379,6 +379,21 @@ var _ = Describe("an external accounting database", func() {
 		Expect(err).NotTo(HaveOccurred())
 		sc.Namespace = ns
 		Expect(k8sClient.Create(ctx, sc)).To(Succeed())
+
+		By("a Secret that did not opt in is not read")
+		eventuallyCondition(ctx, ns, "research", "AccountingAvailable", "DatabaseSecretNotAllowed", "Secret slurm-db")
+		Consistently(func() error {
+			return k8sClient.Get(ctx, key(ns, "research-slurmdbd-conf"), &corev1.Secret{})
+		}).WithTimeout(2 * time.Second).ShouldNot(Succeed())
+		Eventually(func() error {
+			if err := k8sClient.Get(ctx, key(ns, "slurm-db"), secret); err != nil {
+				return err
+			}
+			secret.Labels = map[string]string{slurmv1alpha1.LabelAllowReference: "true"}
+			return k8sClient.Update(ctx, secret)
+		}).WithTimeout(timeout).Should(Succeed())
+		// The user's Secret is not watched (the operator looks again every 30 s): nudge it.
+		updateSpec(ctx, ns, "research", func(sc *slurmv1alpha1.SlurmCluster) { sc.Annotations = map[string]string{"nudge": "1"} })
 		conf := get(ctx, &corev1.Secret{}, ns, "research-slurmdbd-conf").Data["slurmdbd.conf"]
 		Expect(string(conf)).To(ContainSubstring("StoragePass=g00d-Pass_word"))
 		Expect(string(conf)).To(ContainSubstring("StorageHost=mariadb.databases.svc"))

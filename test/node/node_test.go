@@ -264,7 +264,7 @@ spec:
 ---
 apiVersion: v1
 kind: Secret
-metadata: {name: slurm-db, namespace: %[1]s}
+metadata: {name: slurm-db, namespace: %[1]s, labels: {slurm.hpc.dev/allow-reference: "true"}}
 stringData: {password: node-test-password}
 ---
 apiVersion: apps/v1
