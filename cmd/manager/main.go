@@ -18,12 +18,15 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/policy"
 )
 
 func main() {
 	var (
 		metricsAddr     string
 		metricsInsecure bool
+		imagePrefixes   string
+		hostPaths       string
 		probeAddr       string
 		leaderElect     bool
 		clusterDomain   string
@@ -35,6 +38,8 @@ func main() {
 		localNS         string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; 0 disables it")
+	flag.StringVar(&imagePrefixes, "allowed-image-prefixes", "", "comma-separated prefixes every image of a SlurmCluster must start with (empty: any image)")
+	flag.StringVar(&hostPaths, "allowed-hostpath-prefixes", "", "comma-separated node directories a SlurmCluster's hostPath volume sources must be in; \"none\": no hostPath (empty: any but the node's system directories)")
 	flag.BoolVar(&metricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP to anyone (by default: HTTPS, and only to callers the API server authenticates and authorizes for GET /metrics)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, so that only one manager reconciles at a time")
@@ -98,6 +103,7 @@ func main() {
 		Scheme:        mgr.GetScheme(),
 		Recorder:      mgr.GetEventRecorder("slurm-operator"),
 		ClusterDomain: clusterDomain,
+		Policy:        policy.Policy{ImagePrefixes: policy.ParseList(imagePrefixes), HostPaths: policy.ParseList(hostPaths)},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the SlurmCluster controller")
 		os.Exit(1)

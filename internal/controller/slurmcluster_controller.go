@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/policy"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
@@ -35,6 +36,9 @@ type SlurmClusterReconciler struct {
 	// SlurmClient makes the client that asks slurmctld (through slurmrestd) before workers are
 	// removed. Nil: slurmrestd in the controller pod, through the cluster's DNS.
 	SlurmClient SlurmClientFunc
+	// Policy restricts the images and hostPaths a SlurmCluster may ask for (the installer's
+	// choice, from the manager's flags). A spec it refuses is not rendered: what runs stays.
+	Policy policy.Policy
 	// SlurmPollInterval is how often a cluster whose slurmctld answers is looked at again, to
 	// follow jobs starting and ending (busy labels, node counts). Zero means 30 seconds.
 	SlurmPollInterval time.Duration

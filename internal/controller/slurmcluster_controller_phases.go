@@ -48,6 +48,7 @@ var errHalt = errors.New("halt")
 // phases are the steps of a reconcile, in the order they run.
 func (r *SlurmClusterReconciler) phases() []phase {
 	return []phase{
+		{name: "check the policy", run: r.checkPolicy},
 		{name: "find the GPU shape", run: r.findGPUShape},
 		{name: "ensure keys", run: r.ensureKeys},
 		{name: "plan workers", run: r.planWorkers},
@@ -139,5 +140,15 @@ func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcil
 		return errHalt
 	}
 	s.parts = parts
+	return nil
+}
+
+// checkPolicy halts, before anything is generated or applied, a spec the operator's policy
+// does not allow; the status names the field.
+func (r *SlurmClusterReconciler) checkPolicy(_ context.Context, s *reconcileScope) error {
+	if err := r.Policy.Check(s.desired); err != nil {
+		s.facts.renderErr, s.facts.renderReason = err, "PolicyViolation"
+		return errHalt
+	}
 	return nil
 }

@@ -10,7 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/policy"
 )
 
 // currentStatus reads the cluster and checks that its status speaks of its current generation.
@@ -93,5 +98,33 @@ var _ = Describe("the status on every path", func() {
 			g.Expect(meta.FindStatusCondition(sc.Status.Conditions, "WorkersAvailable")).NotTo(BeNil())
 		}).WithTimeout(timeout).Should(Succeed())
 		Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "keyless-worker").Spec.Replicas).To(Equal(int32(8)))
+	})
+})
+
+var _ = Describe("the installer's policy", func() {
+	It("refuses a spec with an image outside the allowed prefixes, naming the field, and keeps what runs", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		applySample(ctx, ns, "pol")
+		get(ctx, &appsv1.StatefulSet{}, ns, "pol-worker")
+		// This spec's reconciler has a policy; the suite's manager, which has none, waits.
+		stopManager()
+		DeferCleanup(startManager)
+		direct, err := client.New(cfg, client.Options{Scheme: k8sClient.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		r := &controller.SlurmClusterReconciler{Client: direct, APIReader: direct, Scheme: k8sClient.Scheme(),
+			SlurmClient: slurmClientFor, Policy: policy.Policy{ImagePrefixes: []string{"registry.example.com/hpc/"}}}
+		updateSpec(ctx, ns, "pol", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 9 })
+		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: key(ns, "pol")})
+		Expect(err).NotTo(HaveOccurred())
+
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, key(ns, "pol"), sc)).To(Succeed())
+		for _, t := range []string{"Available", "Degraded"} {
+			c := meta.FindStatusCondition(sc.Status.Conditions, t)
+			Expect(c).NotTo(BeNil(), t)
+			Expect(c.Reason).To(Equal("PolicyViolation"), t)
+			Expect(c.Message).To(ContainSubstring(`spec.images.controller "slurm-k8s/slurmctld:24.11" is not allowed by the operator's policy`), t)
+		}
+		Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "pol-worker").Spec.Replicas).To(Equal(int32(8)))
 	})
 })

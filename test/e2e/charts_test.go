@@ -90,6 +90,25 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		if d.Spec.Template.Spec.ServiceAccountName != "slurm-operator" {
 			t.Fatalf("manager runs as %q", d.Spec.Template.Spec.ServiceAccountName)
 		}
+		if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--metrics-insecure=false") || strings.Contains(args, "--allowed-hostpath-prefixes") {
+			t.Fatalf("manager args: %s", args)
+		}
+	})
+
+	t.Run("the operator chart's policy values become the manager's flags", func(t *testing.T) {
+		values := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(values, []byte("policy:\n  allowedImagePrefixes: [registry.example.com/hpc/]\n  allowedHostPathPrefixes: []\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "-f", values)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"--allowed-image-prefixes=registry.example.com/hpc/", "--allowed-hostpath-prefixes=none"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("no %s in:\n%s", want, out)
+			}
+		}
 	})
 
 	t.Run("the cluster chart, with the seed's values changed by --set, makes a valid SlurmCluster", func(t *testing.T) {
