@@ -81,6 +81,16 @@ test-unit: ## Run the tests that need no API server.
 golden: ## Regenerate the renderers' golden files.
 	go test ./internal/render/... ./internal/gpu/... -update
 
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (their seeds run in make test).
+	@for pkg in $$(go list ./...); do \
+		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "$$pkg $$target"; \
+			go test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
+	done
+
 .PHONY: bench
 bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API writes per reconcile, scale-up to idle).
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test -run '^$$' -bench . -benchtime 20x ./internal/render/ ./internal/controller/
