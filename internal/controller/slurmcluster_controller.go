@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -42,6 +43,9 @@ type SlurmClusterReconciler struct {
 	// SlurmPollInterval is how often a cluster whose slurmctld answers is looked at again, to
 	// follow jobs starting and ending (busy labels, node counts). Zero means 30 seconds.
 	SlurmPollInterval time.Duration
+
+	// applied maps a child's UID to the resourceVersion the operator's last apply left it at.
+	applied sync.Map
 }
 
 // +kubebuilder:rbac:groups=slurm.hpc.dev,resources=slurmclusters,verbs=get;list;watch

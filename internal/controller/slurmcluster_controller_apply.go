@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,7 +80,7 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 	if err != nil {
 		return err
 	}
-	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash {
+	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash && (isKeySecret(owner, live) || !r.editedByOthers(live)) {
 		return nil
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -96,7 +98,54 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 	unstructured.RemoveNestedField(desired.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(desired.Object, "status")
 	log.FromContext(ctx).V(1).Info("applying", "kind", gvk.Kind, "name", obj.GetName(), "created", !found)
-	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(base.ManagedBy), client.ForceOwnership)
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(base.ManagedBy), client.ForceOwnership); err != nil {
+		return err
+	}
+	// desired now holds the object as the API server stored it.
+	r.applied.Store(desired.GetUID(), desired.GetResourceVersion())
+	return nil
+}
+
+// isKeySecret reports whether obj is one of the cluster's key Secrets. Their content is the
+// truth the operator reads keys from (an admin restores a key by writing it there), so an
+// edit to them is never undone.
+func isKeySecret(sc *slurmv1alpha1.SlurmCluster, obj client.Object) bool {
+	if _, ok := obj.(*corev1.Secret); !ok {
+		return false
+	}
+	switch obj.GetName() {
+	case sc.MungeKeySecretName(), sc.JWTKeySecretName(), sc.SSHHostKeysSecretName(), sc.DatabasePasswordSecretName():
+		return true
+	}
+	return false
+}
+
+// editedByOthers reports whether someone other than the operator wrote the object (its main
+// resource or its scale, not its status) since the operator last applied it, so that the
+// fields the operator owns may have drifted: kubectl edit, scale or patch on a StatefulSet, a
+// ConfigMap or a Service. Applying again (with ownership forced) restores those fields and
+// leaves the others' own fields alone; when nothing drifted that apply changes nothing, and the
+// object's version is remembered so that it is not applied again until someone writes it.
+func (r *SlurmClusterReconciler) editedByOthers(live client.Object) bool {
+	if v, ok := r.applied.Load(live.GetUID()); ok && v == live.GetResourceVersion() {
+		return false
+	}
+	var ours, others time.Time
+	for _, m := range live.GetManagedFields() {
+		if m.Subresource == "status" || m.Time == nil {
+			continue
+		}
+		t := m.Time.Time
+		if m.Manager == base.ManagedBy {
+			if t.After(ours) {
+				ours = t
+			}
+		} else if t.After(others) {
+			others = t
+		}
+	}
+	// Times have a resolution of one second: an edit in the second of the last apply counts.
+	return !others.IsZero() && !others.Before(ours)
 }
 
 // objectHash hashes the object as it will be applied (owner references included).
