@@ -40,8 +40,12 @@ type VolumeSource struct {
 // SpoolVolume is a daemon's state directory: a claim made from a template, or a named volume
 // source. Set exactly one.
 // +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplateSpec) != has(self.volumeSourceName)",message="set exactly one of volumeClaimTemplateSpec and volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplateSpec) == has(oldSelf.volumeClaimTemplateSpec)",message="cannot switch between a claim template and a volume source: a StatefulSet's claim templates cannot change"
 type SpoolVolume struct {
-	// VolumeClaimTemplateSpec makes one claim per pod from this template.
+	// VolumeClaimTemplateSpec makes one claim per pod from this template. It cannot change once
+	// set: Kubernetes makes a StatefulSet's claims from it once and refuses any change to it
+	// (resize the claims themselves instead).
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="is immutable: a StatefulSet's claim template cannot change; resize the claims themselves"
 	// +optional
 	VolumeClaimTemplateSpec *corev1.PersistentVolumeClaimSpec `json:"volumeClaimTemplateSpec,omitempty"`
 

@@ -10,6 +10,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,6 +111,21 @@ var _ = Describe("the SlurmCluster CRD", func() {
 		err := k8sClient.Update(ctx, sc)
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("spec.clusterName"))
+		Expect(err.Error()).To(ContainSubstring("immutable"))
+	})
+
+	It("keeps the worker spool's claim template as it was made", func(ctx SpecContext) {
+		obj := baseManifest()
+		setTo("metadata.name", "spool")(obj)
+		setTo("spec.slurmNodes.worker.volumes.spool", map[string]any{"volumeClaimTemplateSpec": map[string]any{
+			"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "10Gi"}}}})(obj)
+		Expect(create(ctx, obj, "default")).To(Succeed())
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: "spool"}, sc)).To(Succeed())
+		sc.Spec.SlurmNodes.Worker.Volumes.Spool.VolumeClaimTemplateSpec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("20Gi")
+		err := k8sClient.Update(ctx, sc)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.slurmNodes.worker.volumes.spool.volumeClaimTemplateSpec"))
 		Expect(err.Error()).To(ContainSubstring("immutable"))
 	})
 

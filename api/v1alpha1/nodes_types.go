@@ -174,8 +174,9 @@ type Login struct {
 
 	// SSHRootPublicKeys are the public keys allowed to log in as root. Changing them does not
 	// restart the login pods.
+	// At most 100 keys of at most 8 KiB each, so that they fit the 1 MiB of a ConfigMap.
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	SSHRootPublicKeys []SSHPublicKey `json:"sshRootPublicKeys,omitempty"`
 
@@ -193,7 +194,7 @@ type Login struct {
 }
 
 // SSHPublicKey is one line of an authorized_keys file: type, key, optional comment.
-// +kubebuilder:validation:MaxLength=16384
+// +kubebuilder:validation:MaxLength=8192
 // +kubebuilder:validation:Pattern=`^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp256|ecdsa-sha2-nistp384|ecdsa-sha2-nistp521|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,2}( [^\r\n]*)?$`
 type SSHPublicKey string
 

@@ -142,3 +142,26 @@ func namesField(errs field.ErrorList, fieldPath, reason string) bool {
 	}
 	return false
 }
+
+// A StatefulSet's claim templates cannot change: the spool's template is refused at admission
+// instead of making every later apply of the worker StatefulSet fail.
+func TestSpoolClaimTemplateIsImmutable(t *testing.T) {
+	v := loadValidator(t)
+	withSpool := func(size string) map[string]any {
+		m := baseManifest()
+		setTo("spec.slurmNodes.worker.volumes.spool", map[string]any{"volumeClaimTemplateSpec": map[string]any{
+			"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": size}}}})(m)
+		return m
+	}
+	if errs := v.Validate(withSpool("20Gi"), withSpool("10Gi")); !namesField(errs, "spec.slurmNodes.worker.volumes.spool.volumeClaimTemplateSpec", "immutable") {
+		t.Fatalf("a grown claim template: %v", errs.ToAggregate())
+	}
+	toSource := baseManifest()
+	setTo("spec.slurmNodes.worker.volumes.spool", map[string]any{"volumeSourceName": "data"})(toSource)
+	if errs := v.Validate(toSource, withSpool("10Gi")); !namesField(errs, "spec.slurmNodes.worker.volumes.spool", "cannot switch") {
+		t.Fatalf("a switch to a volume source: %v", errs.ToAggregate())
+	}
+	if errs := v.Validate(withSpool("10Gi"), withSpool("10Gi")); len(errs) > 0 {
+		t.Fatalf("an unchanged template is refused: %v", errs.ToAggregate())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,6 +82,11 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 		return err
 	}
 	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash && (isKeySecret(owner, live) || !r.editedByOthers(live)) {
+		return nil
+	}
+	if _, job := live.(*batchv1.Job); found && job {
+		// A Job's template cannot change, and a Job that ran does not run again: a new one is
+		// made when its name changes (a new image, an overwrite), never an edit of this one.
 		return nil
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)

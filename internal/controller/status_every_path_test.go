@@ -1,13 +1,13 @@
 package controller_test
 
 import (
-	"strings"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +16,8 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/policy"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 )
 
 // currentStatus reads the cluster and checks that its status speaks of its current generation.
@@ -31,42 +33,61 @@ var _ = Describe("the status on every path", func() {
 		ns := newNamespace(ctx)
 		applySample(ctx, ns, "big")
 		get(ctx, &appsv1.StatefulSet{}, ns, "big-worker")
+		get(ctx, &appsv1.Deployment{}, ns, "big-exporter")
 
-		By("1.25 MiB of root keys (the ConfigMap limit is 1 MiB) and one more worker, in one edit")
-		var keys []slurmv1alpha1.SSHPublicKey
-		for i := 0; i < 80; i++ {
-			keys = append(keys, slurmv1alpha1.SSHPublicKey("ssh-rsa "+strings.Repeat("A", 16000)+" user"+strings.Repeat("x", i%10)))
-		}
-		updateSpec(ctx, ns, "big", func(sc *slurmv1alpha1.SlurmCluster) {
-			sc.Spec.SlurmNodes.Login.SSHRootPublicKeys = keys
-			sc.Spec.SlurmNodes.Worker.Size = 9
-		})
+		By("a quota that allows no Deployment, the exporter's deleted, and one more worker")
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-deployments", Namespace: ns},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}}
+		Expect(k8sClient.Create(ctx, quota)).To(Succeed())
+		// No quota controller runs here: publish its usage by hand, as it would.
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}
+		Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, get(ctx, &appsv1.Deployment{}, ns, "big-exporter"))).To(Succeed())
+		updateSpec(ctx, ns, "big", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 9 })
+
 		Eventually(func(g Gomega) {
 			sc := currentStatus(g, ctx, ns, "big")
 			c := meta.FindStatusCondition(sc.Status.Conditions, "Degraded")
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal("ApplyFailed"))
-			g.Expect(c.Message).To(ContainSubstring("ConfigMap big-root-authorized-keys: "))
-			g.Expect(c.Message).To(ContainSubstring("1048576"))
+			g.Expect(c.Message).To(ContainSubstring("Deployment big-exporter: "))
+			g.Expect(c.Message).To(ContainSubstring("exceeded quota: no-deployments"))
 			g.Expect(sc.Status.Workers.Desired).To(Equal(int32(9)))
 		}).WithTimeout(timeout).Should(Succeed())
 		Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "big-worker").Spec.Replicas).To(Equal(int32(9)))
 		Expect(slurmConf(ctx, ns, "big")).To(ContainSubstring("NodeName=worker-[0-8]"))
 
-		By("keys that fit: Degraded clears")
-		updateSpec(ctx, ns, "big", func(sc *slurmv1alpha1.SlurmCluster) {
-			sc.Spec.SlurmNodes.Login.SSHRootPublicKeys = keys[:1]
-		})
+		By("the quota lifted: the exporter is back and Degraded no longer names it")
+		Expect(k8sClient.Delete(ctx, quota)).To(Succeed())
+		get(ctx, &appsv1.Deployment{}, ns, "big-exporter")
 		Eventually(func(g Gomega) {
 			sc := currentStatus(g, ctx, ns, "big")
 			// (The sample's exporter has no ServiceMonitor API here: that is said, and only that.)
 			c := meta.FindStatusCondition(sc.Status.Conditions, "Degraded")
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).NotTo(Equal("ApplyFailed"))
-			g.Expect(c.Message).NotTo(ContainSubstring("ConfigMap"))
+			g.Expect(c.Message).NotTo(ContainSubstring("Deployment"))
 		}).WithTimeout(timeout).Should(Succeed())
-		Expect(get(ctx, &corev1.ConfigMap{}, ns, "big-root-authorized-keys").Data).To(HaveLen(1))
+	})
+
+	It("leaves a populate Job as it was made when its template would change", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		sc := applySample(ctx, ns, "job")
+		job := get(ctx, &batchv1.Job{}, ns, jail.JobName(base.WithDefaults(sc)))
+		updateSpec(ctx, ns, "job", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.Images.PullPolicy = string(corev1.PullAlways) })
+		Eventually(func(g Gomega) {
+			w := &appsv1.StatefulSet{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "job-worker"), w)).To(Succeed())
+			g.Expect(w.Spec.Template.Spec.Containers[0].ImagePullPolicy).To(Equal(corev1.PullAlways))
+			sc := currentStatus(g, ctx, ns, "job")
+			c := meta.FindStatusCondition(sc.Status.Conditions, "Degraded")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).NotTo(Equal("ApplyFailed"))
+		}).WithTimeout(timeout).Should(Succeed())
+		now := get(ctx, &batchv1.Job{}, ns, job.Name)
+		Expect(now.UID).To(Equal(job.UID))
+		Expect(now.Spec.Template.Spec.Containers[0].ImagePullPolicy).To(Equal(job.Spec.Template.Spec.Containers[0].ImagePullPolicy))
 	})
 
 	It("writes the status when a phase fails, and keeps what the children said", func(ctx SpecContext) {
