@@ -42,4 +42,26 @@ var _ = Describe("the munge key Secret of a cluster that already ran", func() {
 		Eventually(func() string { return slurmConf(ctx, ns, "keyed") }).WithTimeout(timeout).Should(ContainSubstring("worker-[0-8]"))
 		Expect(get(ctx, &corev1.Secret{}, ns, secret.Name).Data).To(Equal(secret.Data))
 	})
+
+	It("is found and kept when someone strips its labels (the cache holds only labelled Secrets)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		applySample(ctx, ns, "stripped")
+		get(ctx, &appsv1.StatefulSet{}, ns, "stripped-controller")
+		secret := get(ctx, &corev1.Secret{}, ns, "stripped-munge-key")
+		key := secret.Data["munge.key"]
+		Eventually(func() error {
+			s := &corev1.Secret{}
+			if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: secret.Name}, s); err != nil {
+				return err
+			}
+			s.Labels = nil
+			return k8sClient.Update(ctx, s)
+		}).WithTimeout(timeout).Should(Succeed())
+		updateSpec(ctx, ns, "stripped", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 9 })
+		Eventually(func() string { return slurmConf(ctx, ns, "stripped") }).WithTimeout(timeout).Should(ContainSubstring("worker-[0-8]"))
+		Consistently(func() []byte {
+			return get(ctx, &corev1.Secret{}, ns, secret.Name).Data["munge.key"]
+		}).WithTimeout(2 * time.Second).Should(Equal(key))
+		eventuallyCondition(ctx, ns, "stripped", "Degraded", "OptionalAPIMissing", "")
+	})
 })

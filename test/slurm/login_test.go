@@ -126,10 +126,27 @@ func TestLoginNodesTakeKeysOnlyAndNewKeysWithoutARestart(t *testing.T) {
 		if out, err := sshAs("bob"); err == nil {
 			t.Fatalf("bob logged in before his key was added: %s", out)
 		}
-		out, err := c.Exec(ctx, client, "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-			"-o", "PreferredAuthentications=password,keyboard-interactive", "-o", "PubkeyAuthentication=no", "root@"+loginHost, "true")
-		if err == nil {
-			t.Fatalf("a login without a key was accepted: %s", out)
+		// BatchMode never types a password, so a refused login alone proves nothing: ask the
+		// server which methods it offers (ssh -v prints them) and require publickey alone.
+		out, err := c.Exec(ctx, client, "sh", "-c", "ssh -v -o BatchMode=yes -o StrictHostKeyChecking=no "+
+			"-o PreferredAuthentications=password,keyboard-interactive -o PubkeyAuthentication=no root@"+loginHost+" true 2>&1; echo rc=$?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "\nrc=0") {
+			t.Fatalf("a login without a key was accepted:\n%s", out)
+		}
+		offered := 0
+		for _, l := range strings.Split(out, "\n") {
+			if _, methods, ok := strings.Cut(l, "Authentications that can continue: "); ok {
+				offered++
+				if strings.TrimSpace(methods) != "publickey" {
+					t.Fatalf("sshd offers %q, want publickey alone", methods)
+				}
+			}
+		}
+		if offered == 0 {
+			t.Fatalf("ssh -v did not say which methods sshd offers:\n%s", out)
 		}
 	})
 
