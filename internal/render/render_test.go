@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/slurm-k8s/slurm-operator/internal/render"
@@ -80,4 +84,43 @@ func dump(t *testing.T, in base.Input) string {
 		}
 	}
 	return b.String()
+}
+
+// Every Slurm pod runs without a service account token and with the default seccomp profile,
+// and every container that is not privileged cannot gain privileges (docs/security.md).
+func TestEveryPodIsHardened(t *testing.T) {
+	for _, name := range samples {
+		sc, err := fixtures.Sample(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := render.All(fixtures.Input(sc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			for _, o := range p.Objects {
+				var pod *corev1.PodSpec
+				switch v := o.(type) {
+				case *appsv1.StatefulSet:
+					pod = &v.Spec.Template.Spec
+				case *batchv1.Job:
+					pod = &v.Spec.Template.Spec
+				default:
+					continue
+				}
+				where := name + " " + o.GetName()
+				if ptr.Deref(pod.AutomountServiceAccountToken, true) || pod.SecurityContext == nil || pod.SecurityContext.SeccompProfile == nil ||
+					pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("%s: token or seccomp not set", where)
+				}
+				for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+					privileged := c.SecurityContext != nil && ptr.Deref(c.SecurityContext.Privileged, false)
+					if !privileged && (c.SecurityContext == nil || ptr.Deref(c.SecurityContext.AllowPrivilegeEscalation, true)) {
+						t.Errorf("%s: container %s may gain privileges", where, c.Name)
+					}
+				}
+			}
+		}
+	}
 }

@@ -65,14 +65,28 @@ func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.St
 }
 
 // Harden sets what every Slurm pod gets: no service account token (no Slurm daemon talks to the
-// Kubernetes API), and the runtime's default seccomp profile (privileged containers are exempt
-// by Kubernetes; docs/images.md lists them and why).
+// Kubernetes API), the runtime's default seccomp profile (privileged containers are exempt by
+// Kubernetes; docs/images.md lists them and why), and no privilege escalation in every container
+// that is not privileged (the daemons start as root and drop their rights; none runs a setuid
+// program to gain some).
 func Harden(pod *corev1.PodSpec) {
 	pod.AutomountServiceAccountToken = ptr.To(false)
 	if pod.SecurityContext == nil {
 		pod.SecurityContext = &corev1.PodSecurityContext{}
 	}
 	pod.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	for _, cs := range [][]corev1.Container{pod.InitContainers, pod.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			if c.SecurityContext == nil {
+				c.SecurityContext = &corev1.SecurityContext{}
+			}
+			if ptr.Deref(c.SecurityContext.Privileged, false) || c.SecurityContext.AllowPrivilegeEscalation != nil {
+				continue
+			}
+			c.SecurityContext.AllowPrivilegeEscalation = ptr.To(false)
+		}
+	}
 }
 
 // Container fills in what every Slurm container shares: image pull policy.
