@@ -26,6 +26,7 @@ func main() {
 		metricsAddr     string
 		metricsInsecure bool
 		imagePrefixes   string
+		watchNamespaces string
 		hostPaths       string
 		probeAddr       string
 		leaderElect     bool
@@ -40,6 +41,7 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; 0 disables it")
 	flag.StringVar(&imagePrefixes, "allowed-image-prefixes", "", "comma-separated prefixes every image of a SlurmCluster must start with (empty: any image)")
 	flag.StringVar(&hostPaths, "allowed-hostpath-prefixes", "", "comma-separated node directories a SlurmCluster's hostPath volume sources must be in; \"none\": no hostPath (empty: any but the node's system directories)")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters are reconciled (empty: all); with a namespaced install's Roles the operator has no rights elsewhere")
 	flag.BoolVar(&metricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP to anyone (by default: HTTPS, and only to callers the API server authenticates and authorizes for GET /metrics)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, so that only one manager reconciles at a time")
@@ -87,7 +89,7 @@ func main() {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
+		Cache:                  controller.CacheOptions(policy.ParseList(watchNamespaces)...),
 		Metrics:                metricsOptions(metricsAddr, !metricsInsecure),
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,

@@ -15,15 +15,25 @@ import (
 // of the cluster (others, such as a user's database password, are read through the API
 // reader), of Pods only the operator's, and of Nodes only GPU nodes, slimmed down to labels
 // and allocatable GPUs.
-func CacheOptions() cache.Options {
+//
+// With namespaces, only SlurmClusters and children in those namespaces are watched (a namespaced
+// install, whose Roles grant nothing elsewhere); nodes, which belong to no namespace, still are.
+func CacheOptions(namespaces ...string) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{base.LabelManagedBy: base.ManagedBy})
 	gpuNodes := labels.SelectorFromSet(labels.Set{gpu.LabelPresent: "true"})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}:    {Label: managed},
 		&corev1.ConfigMap{}: {Label: managed},
 		&corev1.Node{}:      {Label: gpuNodes, Transform: slimNode},
 		&corev1.Pod{}:       {Label: managed},
 	}}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
 }
 
 // slimNode keeps of a Node only what the GPU shape needs: name, labels and allocatable GPUs.
