@@ -137,7 +137,6 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 			g.Expect(sc.Status.ObservedGeneration).To(Equal(sc.Generation))
 			g.Expect(sc.Status.GPU).NotTo(BeNil())
 		}).WithTimeout(timeout).Should(Succeed())
-		time.Sleep(2 * time.Second)
 		versions := func() map[string]string {
 			out := map[string]string{}
 			sc := &slurmv1alpha1.SlurmCluster{}
@@ -153,6 +152,12 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 			}
 			return out
 		}
+		// Let the running manager settle (slow on a loaded machine): nothing written for 2 s.
+		Eventually(func(g Gomega) {
+			first := versions()
+			time.Sleep(2 * time.Second)
+			g.Expect(versions()).To(Equal(first))
+		}).WithTimeout(timeout).Should(Succeed())
 		before := versions()
 		relabel(ctx, "quiet-a", map[string]string{"topology.kubernetes.io/zone": "zone-b", "nvidia.com/gpu.family": "hopper"})
 		Consistently(versions).WithTimeout(3 * time.Second).Should(Equal(before))

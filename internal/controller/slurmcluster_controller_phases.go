@@ -123,12 +123,8 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 // renderChildren renders every child. The worker count rendered is the planned one, which
 // keeps leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
 func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
-	toRender := s.desired
-	if s.facts.scaling.replicas != s.desired.Spec.SlurmNodes.Worker.Size {
-		toRender = s.desired.DeepCopy()
-		toRender.Spec.SlurmNodes.Worker.Size = s.facts.scaling.replicas
-	}
-	in := base.Input{Cluster: toRender, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
+	workers := s.facts.scaling.replicas
+	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
 	in.Optional = r.optionalAPIs(s.facts)
 	r.accountingDatabase(ctx, &in, s.facts)
 	if s.facts.databaseErr != "" {

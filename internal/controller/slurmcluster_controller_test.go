@@ -210,8 +210,15 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 			g.Expect(k8sClient.Get(ctx, key(ns, "noop"), sc)).To(Succeed())
 			g.Expect(sc.Status.ObservedGeneration).To(Equal(sc.Generation))
 		}).WithTimeout(timeout).Should(Succeed())
-		// Let the running manager settle, then reconcile again with a client that counts writes.
-		time.Sleep(2 * time.Second)
+		// Let the running manager settle (nothing written for 2 s, however loaded the machine),
+		// then reconcile again with a client that counts writes.
+		Eventually(func(g Gomega) {
+			first := &slurmv1alpha1.SlurmCluster{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "noop"), first)).To(Succeed())
+			time.Sleep(2 * time.Second)
+			g.Expect(k8sClient.Get(ctx, key(ns, "noop"), sc)).To(Succeed())
+			g.Expect(sc.ResourceVersion).To(Equal(first.ResourceVersion))
+		}).WithTimeout(timeout).Should(Succeed())
 		var writes atomic.Int64
 		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
 		Expect(err).NotTo(HaveOccurred())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -122,5 +123,42 @@ func TestEveryPodIsHardened(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The rendered worker count is an input of its own (leaving workers are kept while they
+// drain): the spec, the user's target, is not rewritten to carry it.
+func TestTheRenderedWorkerCountIsAnInput(t *testing.T) {
+	sc, err := fixtures.Sample(samples[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := fixtures.Input(sc)
+	target := in.Cluster.Spec.SlurmNodes.Worker.Size
+	keep := target + 2
+	in.Workers = &keep
+	parts, err := render.All(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replicas int32
+	var conf string
+	for _, p := range parts {
+		for _, o := range p.Objects {
+			switch v := o.(type) {
+			case *appsv1.StatefulSet:
+				if v.Name == sc.ComponentName("worker") {
+					replicas = ptr.Deref(v.Spec.Replicas, -1)
+				}
+			case *corev1.ConfigMap:
+				conf += v.Data["slurm-base.conf"]
+			}
+		}
+	}
+	if replicas != keep || !strings.Contains(conf, fmt.Sprintf("NodeName=worker-[0-%d]", keep-1)) {
+		t.Fatalf("rendered %d workers, slurm.conf:\n%s", replicas, conf)
+	}
+	if in.Cluster.Spec.SlurmNodes.Worker.Size != target {
+		t.Fatalf("the spec's size became %d", in.Cluster.Spec.SlurmNodes.Worker.Size)
 	}
 }

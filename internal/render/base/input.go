@@ -19,6 +19,17 @@ type Input struct {
 	Database Database
 	// Optional says which optional APIs the Kubernetes cluster serves.
 	Optional OptionalAPIs
+	// Workers is how many workers to render (the StatefulSet's replicas and slurm.conf's node
+	// list): the spec's size, or more while leaving workers still drain. Nil: the spec's size.
+	Workers *int32
+}
+
+// WorkerCount is how many workers to render. The spec's size stays the user's target.
+func (in Input) WorkerCount() int32 {
+	if in.Workers != nil {
+		return *in.Workers
+	}
+	return in.Cluster.Spec.SlurmNodes.Worker.Size
 }
 
 // Keys are generated once by the controller and never regenerated while their Secrets exist.

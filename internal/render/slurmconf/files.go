@@ -153,7 +153,7 @@ func slurmBaseConf(in base.Input) string {
 	}
 	w.blank()
 	w.comment("Nodes: Slurm names worker-N, addresses are the worker pods' names.")
-	workers := spec.SlurmNodes.Worker.Size
+	workers := in.WorkerCount()
 	if workers > 0 {
 		w.line(nodeLine(in))
 	}
@@ -166,7 +166,7 @@ func slurmBaseConf(in base.Input) string {
 
 func nodeLine(in base.Input) string {
 	sc := in.Cluster
-	n := sc.Spec.SlurmNodes.Worker.Size
+	n := in.WorkerCount()
 	parts := []string{
 		"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), n),
 		"NodeAddr=" + Range(sc.ComponentName(slurmv1alpha1.ComponentWorker), n),
@@ -254,14 +254,14 @@ func gresConf(in base.Input) string {
 	default:
 		w.kv("AutoDetect", "off")
 	}
-	if in.GPU.Total() == 0 || workers.Size == 0 || (mode != "" && mode != slurmv1alpha1.GresAutoDetectOff) {
+	if in.GPU.Total() == 0 || in.WorkerCount() == 0 || (mode != "" && mode != slurmv1alpha1.GresAutoDetectOff) {
 		return w.String()
 	}
 	files := "/dev/nvidia0"
 	if in.GPU.Count > 1 {
 		files = fmt.Sprintf("/dev/nvidia[0-%d]", in.GPU.Count-1)
 	}
-	parts := []string{"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), workers.Size), "Name=gpu"}
+	parts := []string{"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), in.WorkerCount()), "Name=gpu"}
 	if in.GPU.Type != "" {
 		parts = append(parts, "Type="+in.GPU.Type)
 	}

@@ -140,7 +140,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	requireNodeLabels(&pod, in.GPU.RequireLabels)
 	return base.StatefulSet(sc, base.StatefulSetParams{
-		Component: comp, Replicas: spec.Size, Pod: pod, Claims: claims, ClaimNames: claimNames, OnDelete: true,
+		Component: comp, Replicas: in.WorkerCount(), Pod: pod, Claims: claims, ClaimNames: claimNames, OnDelete: true,
 	}), nil
 }
 
