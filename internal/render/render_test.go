@@ -16,6 +16,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/fuzzspec"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/golden"
 )
 
@@ -161,4 +162,36 @@ func TestTheRenderedWorkerCountIsAnInput(t *testing.T) {
 	if in.Cluster.Spec.SlurmNodes.Worker.Size != target {
 		t.Fatalf("the spec's size became %d", in.Cluster.Spec.SlurmNodes.Worker.Size)
 	}
+}
+
+// base.WithDefaults fills in what the CRD's defaults fill in: a SlurmCluster renders the same
+// whether it came through the API server (schema defaults applied) or not (in-memory defaults
+// alone), for every sample.
+func TestInMemoryDefaultsAgreeWithTheCRD(t *testing.T) {
+	for _, name := range samples {
+		t.Run(name, func(t *testing.T) {
+			raw, err := fixtures.Sample(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted, ok := fuzzspec.New(t, name).Accepted(t, func(map[string]any) {})
+			if !ok {
+				t.Fatal("the sample is refused")
+			}
+			admitted.Namespace = raw.Namespace
+			if got, want := dump(t, fixtures.Input(raw)), dump(t, fixtures.Input(admitted)); got != want {
+				t.Fatalf("rendered differently without the CRD's defaults:\n%s", firstDiff(got, want))
+			}
+		})
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d: in-memory %q, CRD %q", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("%d lines against %d", len(al), len(bl))
 }
