@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -55,7 +56,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 			current = append(current, p)
 		}
 	}
-	wasActive := findCondition(prev, ConditionWorkersUpdating) != nil && findCondition(prev, ConditionWorkersUpdating).Status == "True"
+	wasActive := meta.IsStatusConditionTrue(prev.Conditions, ConditionWorkersUpdating)
 	if len(outdated) == 0 && !wasActive {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -153,8 +154,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 // size again (the size went back up before they were removed). Only after a scale-down was in
 // progress, and only drains the operator set; errors wait for the next reconcile.
 func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) {
-	c := findCondition(prev, ConditionScalingDown)
-	if c == nil || c.Status != "True" {
+	if !meta.IsStatusConditionTrue(prev.Conditions, ConditionScalingDown) {
 		return
 	}
 	client := r.slurmClient(sc, jwtKey)
@@ -186,7 +186,7 @@ var now = time.Now
 func graceExpired(sc *slurmv1alpha1.SlurmCluster, prev *slurmv1alpha1.SlurmClusterStatus, t time.Time) (bool, time.Duration) {
 	grace := sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds
 	c := findCondition(prev, ConditionScalingDown)
-	if grace == nil || c == nil || c.Status != "True" {
+	if grace == nil || !meta.IsStatusConditionTrue(prev.Conditions, ConditionScalingDown) {
 		return false, 0
 	}
 	since := t.Sub(c.LastTransitionTime.Time)

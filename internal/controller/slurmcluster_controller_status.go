@@ -18,18 +18,18 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
-// Condition types of a SlurmCluster.
+// The condition types, from the API.
 const (
-	ConditionAvailable           = "Available"
-	ConditionControllerAvailable = "ControllerAvailable"
-	ConditionWorkersAvailable    = "WorkersAvailable"
-	ConditionLoginAvailable      = "LoginAvailable"
-	ConditionAccountingAvailable = "AccountingAvailable"
-	ConditionJailPopulated       = "JailPopulated"
-	ConditionDegraded            = "Degraded"
-	ConditionGPUShape            = "GPUShape"
-	ConditionScalingDown         = "ScalingDown"
-	ConditionWorkersUpdating     = "WorkersUpdating"
+	ConditionAvailable           = slurmv1alpha1.ConditionAvailable
+	ConditionControllerAvailable = slurmv1alpha1.ConditionControllerAvailable
+	ConditionWorkersAvailable    = slurmv1alpha1.ConditionWorkersAvailable
+	ConditionLoginAvailable      = slurmv1alpha1.ConditionLoginAvailable
+	ConditionAccountingAvailable = slurmv1alpha1.ConditionAccountingAvailable
+	ConditionJailPopulated       = slurmv1alpha1.ConditionJailPopulated
+	ConditionDegraded            = slurmv1alpha1.ConditionDegraded
+	ConditionGPUShape            = slurmv1alpha1.ConditionGPUShape
+	ConditionScalingDown         = slurmv1alpha1.ConditionScalingDown
+	ConditionWorkersUpdating     = slurmv1alpha1.ConditionWorkersUpdating
 )
 
 func findCondition(st *slurmv1alpha1.SlurmClusterStatus, t string) *metav1.Condition {
