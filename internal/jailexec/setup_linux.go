@@ -82,15 +82,11 @@ func Setup(cfg Config, logf func(string, ...any)) error {
 		logf("GPU driver: %d files bound under %s", len(drv.Files), RunDriverDir)
 	}
 
-	procDir, err := resolveInJail(cfg.Jail, "/proc")
-	if err != nil {
+	// The container's /proc is bound, not a new procfs mounted: the kernel refuses a new one in
+	// a container whose /proc has masked paths (every unprivileged one), and the masks come
+	// along with the bind. The pod's PID namespace is the same either way.
+	if err := bind(cfg.Jail, Bind{Source: "/proc", Target: "/proc"}); err != nil {
 		return err
-	}
-	if err := os.MkdirAll(procDir, 0o555); err != nil {
-		return err
-	}
-	if err := unix.Mount("proc", procDir, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount proc on %s: %w", procDir, err)
 	}
 	for _, b := range append(DefaultBinds(), cfg.Binds...) {
 		if err := bind(cfg.Jail, b); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,7 +118,7 @@ func TestEveryPodIsHardened(t *testing.T) {
 					t.Errorf("%s: token or seccomp not set", where)
 				}
 				for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
-					privileged := c.SecurityContext != nil && ptr.Deref(c.SecurityContext.Privileged, false)
+					privileged := c.SecurityContext != nil && (ptr.Deref(c.SecurityContext.Privileged, false) || c.SecurityContext.Capabilities != nil && slices.Contains(c.SecurityContext.Capabilities.Add, "SYS_ADMIN"))
 					if !privileged && (c.SecurityContext == nil || ptr.Deref(c.SecurityContext.AllowPrivilegeEscalation, true)) {
 						t.Errorf("%s: container %s may gain privileges", where, c.Name)
 					}

@@ -102,6 +102,14 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 		}
 	})
 
+	t.Run("a login session is not privileged: a bounded capability set, no host devices", func(t *testing.T) {
+		out := e.ssh(login, "grep CapBnd /proc/self/status; ls /dev | tr '\\n' ' '")
+		// All capabilities would be 000001ffffffffff; a privileged pod also sees the host's disks.
+		if strings.Contains(out, "000001ffffffffff") || strings.Contains(out, "vda") || strings.Contains(out, "nvidia0") {
+			t.Fatalf("the login session has privileged rights:\n%s", out)
+		}
+	})
+
 	t.Run("sinfo shows both workers idle", func(t *testing.T) {
 		e.waitFor(3*time.Minute, "both workers idle", func() (bool, string) {
 			out, _ := e.sshErr(login, "sinfo -h -N -o '%N %t' | sort -u")

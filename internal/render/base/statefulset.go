@@ -81,8 +81,8 @@ func Harden(pod *corev1.PodSpec) {
 			if c.SecurityContext == nil {
 				c.SecurityContext = &corev1.SecurityContext{}
 			}
-			if ptr.Deref(c.SecurityContext.Privileged, false) || c.SecurityContext.AllowPrivilegeEscalation != nil {
-				continue
+			if ptr.Deref(c.SecurityContext.Privileged, false) || c.SecurityContext.AllowPrivilegeEscalation != nil || addsSysAdmin(c.SecurityContext) {
+				continue // (Kubernetes refuses no escalation together with CAP_SYS_ADMIN)
 			}
 			c.SecurityContext.AllowPrivilegeEscalation = ptr.To(false)
 		}
@@ -93,4 +93,16 @@ func Harden(pod *corev1.PodSpec) {
 func Container(sc *slurmv1alpha1.SlurmCluster, c corev1.Container) corev1.Container {
 	c.ImagePullPolicy = corev1.PullPolicy(sc.Spec.Images.PullPolicy)
 	return c
+}
+
+func addsSysAdmin(sc *corev1.SecurityContext) bool {
+	if sc.Capabilities == nil {
+		return false
+	}
+	for _, c := range sc.Capabilities.Add {
+		if c == "SYS_ADMIN" || c == "CAP_SYS_ADMIN" {
+			return true
+		}
+	}
+	return false
 }

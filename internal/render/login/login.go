@@ -112,9 +112,15 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    *spec.Resources.DeepCopy(),
 		VolumeMounts: mounts,
-		// The entrypoint mounts /proc, /sys, /dev and the pod's files into the jail, and users
-		// of the login node run what they like in it (docs/images.md).
-		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		// Not privileged: the entrypoint binds /proc, /sys, /dev and the pod's files into the
+		// jail (CAP_SYS_ADMIN, and no AppArmor profile, whose default denies mounts) and chroots
+		// (CAP_SYS_CHROOT); sshd's PAM session writes the login UID (CAP_AUDIT_CONTROL). The
+		// runtime's other default capabilities, its seccomp profile and its masked /proc stay,
+		// and users' processes see no host devices (docs/security.md).
+		SecurityContext: &corev1.SecurityContext{
+			Capabilities:    &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN", "SYS_CHROOT", "AUDIT_CONTROL"}},
+			AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
+		},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("ssh")}},
 			PeriodSeconds: 5,
