@@ -20,11 +20,11 @@ import (
 // busy. When Slurm cannot be asked at all, the labels stay as they are. A label is written only
 // when it changes.
 func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, s *reconcileScope) error {
-	sc, jwtKey, o := s.desired, s.keys.JWT, s.facts
+	sc, o := s.desired, s.facts
 	nodes := o.slurmNodes
 	if !o.slurmReached {
 		var err error
-		nodes, err = r.slurmClient(sc, jwtKey).Nodes(ctx)
+		nodes, err = r.slurmFor(s).Nodes(ctx)
 		switch {
 		case errors.Is(err, slurm.ErrIncompleteAnswer):
 			nodes = nil // nothing is accounted for: every worker counts as busy

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render"
@@ -29,6 +30,16 @@ type reconcileScope struct {
 	keep []slurmv1alpha1.Component
 	// requeueAfter asks for a timed look although nothing failed.
 	requeueAfter time.Duration
+	// slurm is this reconcile's Slurm client (see slurmFor), made on first use.
+	slurm *slurmOnce
+}
+
+// slurmFor returns the reconcile's one Slurm client, made with the cluster's JWT key.
+func (r *SlurmClusterReconciler) slurmFor(s *reconcileScope) SlurmAPI {
+	if s.slurm == nil {
+		s.slurm = &slurmOnce{api: r.slurmClient(s.desired, s.keys.JWT)}
+	}
+	return s.slurm
 }
 
 // phase is one step of a reconcile. A phase that returns errHalt stops the steps after it (a
@@ -70,6 +81,7 @@ func (r *SlurmClusterReconciler) runPhases(ctx context.Context, s *reconcileScop
 		if stopped != nil && !p.always {
 			continue
 		}
+		log.FromContext(ctx).V(1).Info("phase", "phase", p.name)
 		err := p.run(ctx, s)
 		switch {
 		case err == nil:

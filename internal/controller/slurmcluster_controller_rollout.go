@@ -35,7 +35,7 @@ type rollout struct {
 // operator's update drain is lifted; an admin's drain stays. When Slurm cannot be asked,
 // nothing is deleted.
 func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) error {
-	sc, jwtKey, prev, o := s.desired, s.keys.JWT, &s.cluster.Status, s.facts
+	sc, prev, o := s.desired, &s.cluster.Status, s.facts
 	sts := o.worker
 	if sts == nil || sts.Status.UpdateRevision == "" {
 		return nil
@@ -60,7 +60,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	if len(outdated) == 0 && !wasActive {
 		return nil
 	}
-	api := r.slurmClient(sc, jwtKey)
+	api := r.slurmFor(s)
 	nodes, err := api.Nodes(ctx)
 	if err != nil {
 		o.rollout = rollout{active: true, reason: slurmErrorReason(err),

@@ -72,7 +72,7 @@ func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key
 
 // planWorkers puts into the scope how many workers to render (see decideScaling).
 func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, s *reconcileScope) error {
-	plan, err := r.decideScaling(ctx, s.desired, s.keys.JWT, &s.cluster.Status, s.facts)
+	plan, err := r.decideScaling(ctx, s.desired, r.slurmFor(s), &s.cluster.Status, s.facts)
 	s.facts.scaling = plan
 	return err
 }
@@ -81,7 +81,7 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, s *reconcileSc
 // removes a worker that may run a job: the nodes above the new size are drained in Slurm with
 // the operator's reason, and the StatefulSet (and the node list) shrink only once every one of
 // them is drained and idle, or down. When Slurm cannot be asked, nothing shrinks (fail closed).
-func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
+func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, api SlurmAPI, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
 	want := sc.Spec.SlurmNodes.Worker.Size
 	live := &appsv1.StatefulSet{}
 	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentWorker)}, live)
@@ -93,12 +93,11 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		current = *live.Spec.Replicas
 	}
 	if current <= want {
-		r.resumeCancelledScaleDown(ctx, sc, jwtKey, prev, o)
+		r.resumeCancelledScaleDown(ctx, sc, api, prev, o)
 		return scaling{replicas: want}, nil
 	}
 
 	closed := scaling{replicas: current, active: true}
-	api := r.slurmClient(sc, jwtKey)
 	nodes, err := api.Nodes(ctx)
 	if err != nil {
 		closed.reason = slurmErrorReason(err)
@@ -153,11 +152,10 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 // resumeCancelledScaleDown lifts the operator's scale-down drains of nodes that are within the
 // size again (the size went back up before they were removed). Only after a scale-down was in
 // progress, and only drains the operator set; errors wait for the next reconcile.
-func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, jwtKey []byte, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) {
+func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, client SlurmAPI, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) {
 	if !meta.IsStatusConditionTrue(prev.Conditions, ConditionScalingDown) {
 		return
 	}
-	client := r.slurmClient(sc, jwtKey)
 	nodes, err := client.Nodes(ctx)
 	if err != nil {
 		return
