@@ -87,9 +87,14 @@ func main() {
 		cfg = ctrl.GetConfigOrDie()
 	}
 
+	namespaces, err := parseNamespaces(watchNamespaces)
+	if err != nil {
+		log.Error(err, "--watch-namespaces")
+		os.Exit(2)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(policy.ParseList(watchNamespaces)...),
+		Cache:                  controller.CacheOptions(namespaces...),
 		Metrics:                metricsOptions(metricsAddr, !metricsInsecure),
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,

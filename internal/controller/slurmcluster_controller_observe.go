@@ -33,6 +33,9 @@ type observed struct {
 	gpu          gpu.Result
 	scaling      scaling
 	rollout      rollout
+	// scalingDecided and rolloutDecided say that the plan and update phases ran to the end,
+	// so that scaling and rollout say what is going on.
+	scalingDecided, rolloutDecided bool
 	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
 	slurmNodes   []slurm.Node
 	slurmReached bool

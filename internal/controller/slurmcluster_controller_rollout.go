@@ -34,8 +34,9 @@ type rollout struct {
 // one) are replaced at a time, idle ones first. When a replaced pod is ready again, the
 // operator's update drain is lifted; an admin's drain stays. When Slurm cannot be asked,
 // nothing is deleted.
-func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) error {
+func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) (err error) {
 	sc, prev, o := s.desired, &s.cluster.Status, s.facts
+	defer func() { o.rolloutDecided = err == nil }()
 	sts := o.worker
 	if sts == nil || sts.Status.UpdateRevision == "" {
 		return nil

@@ -73,7 +73,7 @@ func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key
 // planWorkers puts into the scope how many workers to render (see decideScaling).
 func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, s *reconcileScope) error {
 	plan, err := r.decideScaling(ctx, s.desired, r.slurmFor(s), &s.cluster.Status, s.facts)
-	s.facts.scaling = plan
+	s.facts.scaling, s.facts.scalingDecided = plan, err == nil
 	return err
 }
 

@@ -148,14 +148,21 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	if o.gpu.Reason != "" { // else the nodes could not be read
 		set(ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
 	}
-	if o.scaling.active {
+	// A reconcile that stopped before deciding keeps what these said: the scale-down's grace
+	// period runs from ScalingDown's last transition, and a cancelled scale-down or a finished
+	// update lifts the operator's drains only after a True.
+	switch {
+	case !o.scalingDecided:
+	case o.scaling.active:
 		set(ConditionScalingDown, true, o.scaling.reason, o.scaling.message)
-	} else if meta.FindStatusCondition(st.Conditions, ConditionScalingDown) != nil {
+	case meta.FindStatusCondition(st.Conditions, ConditionScalingDown) != nil:
 		set(ConditionScalingDown, false, "Done", "no scale-down in progress")
 	}
-	if o.rollout.active {
+	switch {
+	case !o.rolloutDecided:
+	case o.rollout.active:
 		set(ConditionWorkersUpdating, true, o.rollout.reason, o.rollout.message)
-	} else if meta.FindStatusCondition(st.Conditions, ConditionWorkersUpdating) != nil {
+	case meta.FindStatusCondition(st.Conditions, ConditionWorkersUpdating) != nil:
 		set(ConditionWorkersUpdating, false, "AllUpToDate", "every worker pod runs the current template")
 	}
 	if o.slurmReached {

@@ -36,7 +36,7 @@ func statusCluster() *slurmv1alpha1.SlurmCluster {
 func TestComputeStatus(t *testing.T) {
 	ready := func() *observed {
 		return &observed{
-			controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1),
+			controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1), scalingDecided: true, rolloutDecided: true,
 			gpu:          gpu.Result{GPU: base.GPU{Count: 8, Type: "h100"}, Product: "NVIDIA-H100-80GB-HBM3", Source: "NodeLabels", Consistent: true, Reason: gpu.ReasonFromNodeLabels},
 			loginService: &corev1.Service{Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}}}},
 		}
@@ -163,3 +163,24 @@ func TestAnUnchangedObservationGivesAnEqualStatus(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// A reconcile that stopped before planning workers or updating them leaves ScalingDown and
+// WorkersUpdating as they were: turning them False would restart the grace period and keep a
+// cancelled scale-down's drains on.
+func TestAStoppedReconcileKeepsScalingAndUpdating(t *testing.T) {
+	sc := statusCluster()
+	waiting := &observed{controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1), scalingDecided: true, rolloutDecided: true,
+		scaling: scaling{active: true, reason: "WaitingForJobs", message: "waiting for worker-1"},
+		rollout: rollout{active: true, reason: "ReplacingPods", message: "1 of 2"}}
+	prev := computeStatus(sc, slurmv1alpha1.SlurmClusterStatus{}, waiting)
+	stopped := &observed{childrenUnknown: true, phaseErr: errString("ensure keys: the server is currently unable to handle the request")}
+	st := computeStatus(sc, prev, stopped)
+	for _, c := range []string{ConditionScalingDown, ConditionWorkersUpdating} {
+		if !meta.IsStatusConditionTrue(st.Conditions, c) {
+			t.Errorf("%s lost its True: %+v", c, meta.FindStatusCondition(st.Conditions, c))
+		}
+		if old, now := meta.FindStatusCondition(prev.Conditions, c), meta.FindStatusCondition(st.Conditions, c); !old.LastTransitionTime.Equal(&now.LastTransitionTime) {
+			t.Errorf("%s moved its last transition", c)
+		}
+	}
+}

@@ -30,18 +30,24 @@ var samples = []string{
 	"slurm_v1alpha1_slurmcluster_externaldb",
 }
 
+// renderSample renders config/samples/NAME.yaml with the fixtures' keys.
+func renderSample(t *testing.T, name string) []render.Part {
+	t.Helper()
+	sc, err := fixtures.Sample(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := render.All(fixtures.Input(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
 func TestEveryComponentMatchesItsGoldenFile(t *testing.T) {
 	for _, name := range samples {
 		t.Run(name, func(t *testing.T) {
-			sc, err := fixtures.Sample(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			parts, err := render.All(fixtures.Input(sc))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range parts {
+			for _, p := range renderSample(t, name) {
 				var b bytes.Buffer
 				for _, o := range p.Objects {
 					y, err := yaml.Marshal(o)
@@ -93,15 +99,7 @@ func dump(t *testing.T, in base.Input) string {
 // and every container that is not privileged cannot gain privileges (docs/security.md).
 func TestEveryPodIsHardened(t *testing.T) {
 	for _, name := range samples {
-		sc, err := fixtures.Sample(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts, err := render.All(fixtures.Input(sc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range parts {
+		for _, p := range renderSample(t, name) {
 			for _, o := range p.Objects {
 				var pod *corev1.PodSpec
 				switch v := o.(type) {

@@ -36,7 +36,7 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 	defer cancel()
 	run := func(name string, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+		cmd.Env = helmEnv(t)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
@@ -137,4 +137,9 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 			t.Fatalf("values not applied: size %d, keys %v", sc.Spec.SlurmNodes.Worker.Size, sc.Spec.SlurmNodes.Login.SSHRootPublicKeys)
 		}
 	})
+}
+
+// helmEnv keeps helm's cache, configuration and data in the test's temporary folders.
+func helmEnv(t *testing.T) []string {
+	return append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 }

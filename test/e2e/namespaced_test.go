@@ -57,7 +57,7 @@ func TestNamespacedInstall(t *testing.T) {
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(assets, "helm"), "template", "slurm-operator", filepath.Join(root, "charts", "slurm-operator"),
 		"-n", "slurm-system", "-f", values, "--show-only", "templates/rbac.yaml")
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	cmd.Env = helmEnv(t)
 	rbac, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, rbac)
