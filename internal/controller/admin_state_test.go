@@ -29,14 +29,14 @@ func (a *adminSlurm) Nodes(context.Context) ([]slurm.Node, error) {
 	return append([]slurm.Node(nil), a.nodes...), nil
 }
 
-func (a *adminSlurm) Drain(_ context.Context, name, why string) error {
+func (a *adminSlurm) Drain(_ context.Context, name, reason string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.drained = append(a.drained, name)
 	for i := range a.nodes {
 		if a.nodes[i].Name == name {
 			a.nodes[i].State = append(a.nodes[i].State, "DRAIN")
-			a.nodes[i].Reason = slurm.ReasonPrefix + why
+			a.nodes[i].Reason = reason
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slurm-k8s/slurm-operator/internal/gpu"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // CacheOptions keep only the operator's own Secrets and ConfigMaps in memory, not every Secret
@@ -46,8 +47,8 @@ func slimNode(obj any) (any, error) {
 	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels,
 	}}
-	if q, ok := n.Status.Allocatable[gpu.ResourceGPU]; ok {
-		slim.Status.Allocatable = corev1.ResourceList{gpu.ResourceGPU: q}
+	if q, ok := n.Status.Allocatable[slurmfacts.GPUResource]; ok {
+		slim.Status.Allocatable = corev1.ResourceList{slurmfacts.GPUResource: q}
 	}
 	return slim, nil
 }

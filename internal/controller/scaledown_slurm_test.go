@@ -22,6 +22,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
@@ -47,7 +48,7 @@ var _ = Describe("scaling down against a real Slurm cluster", func() {
 			n, err := client.Node(ctx, "worker-3")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(n.Has("DRAIN")).To(BeTrue())
-			g.Expect(n.Reason).To(Equal(slurm.ReasonPrefix + "scale-down"))
+			g.Expect(n.Reason).To(Equal(slurmfacts.DrainScaleDown))
 		}).WithTimeout(timeout).Should(Succeed())
 		eventuallyCondition(ctx, ns, "demo", "ScalingDown", "WaitingForJobs", "worker-3")
 		Consistently(func() int32 {
@@ -155,7 +156,7 @@ var _ = Describe("updating worker pods against a real Slurm cluster", func() {
 		Eventually(podGone(ctx, ns, "upd-worker-0")).WithTimeout(timeout).Should(BeTrue())
 		n0, err := client.Node(ctx, "worker-0")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(n0.Reason).To(Equal(slurm.ReasonPrefix + "update"))
+		Expect(n0.Reason).To(Equal(slurmfacts.DrainUpdate))
 		Expect(podGone(ctx, ns, "upd-worker-1")()).To(BeFalse(), "worker-1 runs a job and must wait")
 
 		By("the new worker-0 pod is ready: worker-0 returns to service, worker-1 is drained next")
@@ -168,7 +169,7 @@ var _ = Describe("updating worker pods against a real Slurm cluster", func() {
 		Eventually(func(g Gomega) {
 			n, err := client.Node(ctx, "worker-1")
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(n.Reason).To(Equal(slurm.ReasonPrefix + "update"))
+			g.Expect(n.Reason).To(Equal(slurmfacts.DrainUpdate))
 		}).WithTimeout(timeout).Should(Succeed())
 		Consistently(podGone(ctx, ns, "upd-worker-1")).WithTimeout(3 * time.Second).Should(BeFalse())
 

@@ -25,9 +25,9 @@ func (c *slurmOnce) Nodes(ctx context.Context) ([]slurm.Node, error) {
 	return c.nodes, c.err
 }
 
-func (c *slurmOnce) Drain(ctx context.Context, name, why string) error {
+func (c *slurmOnce) Drain(ctx context.Context, name, reason string) error {
 	c.fetched = false
-	return c.api.Drain(ctx, name, why)
+	return c.api.Drain(ctx, name, reason)
 }
 
 func (c *slurmOnce) ResumeIfOwned(ctx context.Context, name string) (bool, error) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // countingSlurm counts questions; it stands in for slurmctld in this test of pure logic.
@@ -32,7 +33,7 @@ func TestSlurmIsAskedOnceUntilANodeChanges(t *testing.T) {
 	if api.nodes != 1 {
 		t.Fatalf("asked %d times for one answer", api.nodes)
 	}
-	_ = c.Drain(ctx, "worker-0", "update")
+	_ = c.Drain(ctx, "worker-0", slurmfacts.DrainUpdate)
 	_, _ = c.Nodes(ctx)
 	_, _ = c.ResumeIfOwned(ctx, "worker-0")
 	_, _ = c.Nodes(ctx)

@@ -11,6 +11,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/gpu"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // findGPUShape reads the GPU nodes from the cache (which holds only nodes labelled
@@ -60,8 +61,8 @@ func gpuShapeChanged() predicate.Predicate {
 					return true
 				}
 			}
-			oldQ := oldN.Status.Allocatable[gpu.ResourceGPU]
-			newQ := newN.Status.Allocatable[gpu.ResourceGPU]
+			oldQ := oldN.Status.Allocatable[slurmfacts.GPUResource]
+			newQ := newN.Status.Allocatable[slurmfacts.GPUResource]
 			return oldQ.Cmp(newQ) != 0
 		},
 	}

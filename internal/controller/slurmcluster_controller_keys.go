@@ -15,7 +15,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/keys"
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // ensureKeys puts the cluster's keys into the scope. A lost munge key of a cluster that ran
@@ -49,10 +49,10 @@ func (r *SlurmClusterReconciler) keysFor(ctx context.Context, sc *slurmv1alpha1.
 		// restart get it, running daemons keep theirs).
 		generateMunge = func() ([]byte, error) { return nil, &mungeKeyLostError{secret: sc.MungeKeySecretName()} }
 	}
-	if k.Munge, err = r.secretKey(ctx, sc, sc.MungeKeySecretName(), shared.MungeKeyFile, generateMunge); err != nil {
+	if k.Munge, err = r.secretKey(ctx, sc, sc.MungeKeySecretName(), slurmfacts.MungeKeyFile, generateMunge); err != nil {
 		return k, fmt.Errorf("munge key: %w", err)
 	}
-	if k.JWT, err = r.secretKey(ctx, sc, sc.JWTKeySecretName(), base.JWTKeyFile, keys.JWT); err != nil {
+	if k.JWT, err = r.secretKey(ctx, sc, sc.JWTKeySecretName(), slurmfacts.JWTKeyFile, keys.JWT); err != nil {
 		return k, fmt.Errorf("jwt key: %w", err)
 	}
 	if k.SSHHost, err = r.sshHostKeys(ctx, sc); err != nil {

@@ -16,10 +16,8 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
-
-// updateReason is the drain reason (after slurm.ReasonPrefix) of nodes whose pod is replaced.
-const updateReason = "update"
 
 // rollout is what the worker update phase found.
 type rollout struct {
@@ -29,7 +27,7 @@ type rollout struct {
 
 // rollWorkers replaces worker pods that run an old pod template. The worker StatefulSet uses
 // the OnDelete strategy, so Kubernetes never replaces a worker by itself; here each outdated
-// worker's node is drained in Slurm (reason "slurm-operator: update"), and its pod is deleted
+// worker's node is drained in Slurm (reason slurmfacts.DrainUpdate), and its pod is deleted
 // only once the node is drained and idle, or down. At most a tenth of the workers (at least
 // one) are replaced at a time, idle ones first. When a replaced pod is ready again, the
 // operator's update drain is lifted; an admin's drain stays. When Slurm cannot be asked,
@@ -81,7 +79,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	}
 	var starting []string
 	for _, n := range nodes {
-		if !n.OwnedDrain() || n.Reason != slurm.ReasonPrefix+updateReason {
+		if !n.OwnedDrain() || n.Reason != slurmfacts.DrainUpdate {
 			continue
 		}
 		p, ok := currentByNode[n.Name]
@@ -131,7 +129,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 		n, known := byName[name]
 		if known && n.Has("DRAIN") && !n.Drained() && !(n.Down() && !n.Busy()) {
 			waiting = append(waiting, name)
-			if n.Reason == slurm.ReasonPrefix+updateReason {
+			if n.Reason == slurmfacts.DrainUpdate {
 				inFlight++
 			}
 		}
@@ -153,7 +151,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 			if inFlight >= maxInFlight {
 				continue
 			}
-			if err := api.Drain(ctx, name, updateReason); err != nil {
+			if err := api.Drain(ctx, name, slurmfacts.DrainUpdate); err != nil {
 				return fmt.Errorf("drain %s for its update: %w", name, err)
 			}
 			waiting = append(waiting, name)

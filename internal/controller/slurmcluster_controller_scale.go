@@ -16,6 +16,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	rendercontroller "github.com/slurm-k8s/slurm-operator/internal/render/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // SlurmAPI is what the reconciler asks of slurmctld. *slurm.Client implements it.
@@ -27,9 +28,6 @@ type SlurmAPI interface {
 
 // SlurmClientFunc returns the Slurm client of a cluster, given its JWT key.
 type SlurmClientFunc func(sc *slurmv1alpha1.SlurmCluster, jwtKey []byte) SlurmAPI
-
-// scaleDownReason is the drain reason (after slurm.ReasonPrefix) of nodes leaving the cluster.
-const scaleDownReason = "scale-down"
 
 // scaling is what the scale-down phase decided.
 type scaling struct {
@@ -121,7 +119,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		// A node that is drained, down or failed already keeps its state and reason (an
 		// admin's): it leaves once it runs nothing.
 		if !n.Has("DRAIN") && !n.Down() && !n.Has("FAIL") {
-			if err := api.Drain(ctx, name, scaleDownReason); err != nil {
+			if err := api.Drain(ctx, name, slurmfacts.DrainScaleDown); err != nil {
 				closed.reason = "SlurmUnreachable"
 				closed.message = fmt.Sprintf("keeping %d workers: draining %s failed: %v", current, name, err)
 				return closed, nil
@@ -166,7 +164,7 @@ func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, s
 		if i := ordinalOf(n.Name); i < 0 || i >= int(sc.Spec.SlurmNodes.Worker.Size) {
 			continue
 		}
-		if n.OwnedDrain() && n.Reason == slurm.ReasonPrefix+scaleDownReason {
+		if n.OwnedDrain() && n.Reason == slurmfacts.DrainScaleDown {
 			if _, err := client.ResumeIfOwned(ctx, n.Name); err != nil {
 				log.FromContext(ctx).Error(err, "resume a node whose scale-down was cancelled", "node", n.Name)
 			}

@@ -15,8 +15,6 @@ const (
 	// MIG profile counts are labelled nvidia.com/mig-<profile>.count (strategy mixed).
 	labelMIGPrefix = "nvidia.com/mig-"
 	labelMIGSuffix = ".count"
-	// ResourceGPU is the extended resource of whole GPUs (and of MIG devices, strategy single).
-	ResourceGPU = "nvidia.com/gpu"
 )
 
 // IsShapeLabel reports whether a node label key takes part in the GPU shape. Changes to other

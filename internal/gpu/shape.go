@@ -11,6 +11,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // Reasons of the GPUShape condition.
@@ -172,7 +173,7 @@ func readShape(n corev1.Node) (nodeShape, bool) {
 	}
 	if c, err := strconv.Atoi(l[LabelCount]); err == nil && c > 0 {
 		s.count = int32(c)
-	} else if q, ok := n.Status.Allocatable[ResourceGPU]; ok && q.Value() > 0 {
+	} else if q, ok := n.Status.Allocatable[slurmfacts.GPUResource]; ok && q.Value() > 0 {
 		s.count = int32(q.Value())
 	}
 	return s, s.count > 0

@@ -19,6 +19,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/golden"
 )
 
@@ -35,7 +36,7 @@ func node(name, product string, count int, extra map[string]string) corev1.Node 
 	}
 	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
 	if count > 0 {
-		n.Status.Allocatable = corev1.ResourceList{gpu.ResourceGPU: resource.MustParse(fmt.Sprint(count))}
+		n.Status.Allocatable = corev1.ResourceList{slurmfacts.GPUResource: resource.MustParse(fmt.Sprint(count))}
 	}
 	return n
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // Bind is one bind mount into the jail: Source in the container, Target inside the jail.
@@ -56,10 +58,6 @@ type Config struct {
 	DriverRoot string
 }
 
-// MarkerFile is the file at the jail's root that the populate Job writes when the jail holds a
-// complete root file system.
-const MarkerFile = ".slurm-operator-populated"
-
 // RunDriverDir is where the driver files appear inside the jail (through its /run).
 const RunDriverDir = "/run/slurm-operator/nvidia"
 
@@ -79,9 +77,9 @@ func DefaultBinds() []Bind {
 
 // CheckPopulated says whether the jail holds a populated root file system.
 func CheckPopulated(jail string) error {
-	if _, err := os.Stat(filepath.Join(jail, MarkerFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(jail, slurmfacts.JailMarkerFile)); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("the jail at %s is not populated yet (no %s)", jail, MarkerFile)
+			return fmt.Errorf("the jail at %s is not populated yet (no %s)", jail, slurmfacts.JailMarkerFile)
 		}
 		return err
 	}

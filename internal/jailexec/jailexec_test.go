@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 func TestParseBind(t *testing.T) {
@@ -57,7 +59,7 @@ func TestCheckPopulated(t *testing.T) {
 	if err := CheckPopulated(jail); err == nil {
 		t.Fatal("an empty jail is populated")
 	}
-	must(t, os.WriteFile(filepath.Join(jail, MarkerFile), []byte("x"), 0o644))
+	must(t, os.WriteFile(filepath.Join(jail, slurmfacts.JailMarkerFile), []byte("x"), 0o644))
 	if err := CheckPopulated(jail); err != nil {
 		t.Fatal(err)
 	}

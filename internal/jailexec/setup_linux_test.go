@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // TestEntrypointInARealJail runs the slurm-jail-exec binary, as root in a private mount and PID
@@ -39,7 +41,7 @@ func TestEntrypointInARealJail(t *testing.T) {
 	jail := filepath.Join(dir, "jail")
 	script := `set -e
 mount -t overlay overlay -o lowerdir=` + rootfs + `,upperdir=` + dir + `/upper,workdir=` + dir + `/work ` + jail + `
-touch ` + jail + `/` + MarkerFile + `
+touch ` + jail + `/` + slurmfacts.JailMarkerFile + `
 # The "container's" /run, where the driver is gathered: a tmpfs of this namespace, not the host's.
 mount -t tmpfs tmpfs /run
 x=` + bin + `

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // APIVersion is the slurmrestd data parser the client speaks.
@@ -31,7 +33,7 @@ type Client struct {
 
 // NewClient returns a client for slurmrestd at baseURL acting as the slurm user.
 func NewClient(baseURL string, key []byte) *Client {
-	return &Client{BaseURL: strings.TrimSuffix(baseURL, "/"), Key: key, User: "slurm", HTTP: &http.Client{Timeout: 15 * time.Second}, Now: time.Now}
+	return &Client{BaseURL: strings.TrimSuffix(baseURL, "/"), Key: key, User: slurmfacts.SlurmUser, HTTP: &http.Client{Timeout: 15 * time.Second}, Now: time.Now}
 }
 
 // apiError is one entry of slurmrestd's "errors" array.
@@ -141,9 +143,13 @@ func (c *Client) Node(ctx context.Context, name string) (Node, error) {
 	return out.Nodes[0], nil
 }
 
-// Drain drains a node with the operator's reason prefix before why.
-func (c *Client) Drain(ctx context.Context, name, why string) error {
-	body := map[string]any{"state": []string{"DRAIN"}, "reason": ReasonPrefix + why}
+// Drain drains a node with one of the operator's reasons (slurmfacts.Drain*). A reason without
+// slurmfacts.DrainReasonPrefix is refused: the operator would never lift that drain.
+func (c *Client) Drain(ctx context.Context, name, reason string) error {
+	if !strings.HasPrefix(reason, slurmfacts.DrainReasonPrefix) {
+		return fmt.Errorf("drain %s: reason %q does not start with %q", name, reason, slurmfacts.DrainReasonPrefix)
+	}
+	body := map[string]any{"state": []string{"DRAIN"}, "reason": reason}
 	return c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), body, nil)
 }
 

@@ -3,11 +3,9 @@ package slurm
 import (
 	"slices"
 	"strings"
-)
 
-// ReasonPrefix starts every drain reason the operator sets. The operator lifts only drains
-// whose reason starts with it.
-const ReasonPrefix = "slurm-operator: "
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
+)
 
 // Node is what the operator needs to know of a Slurm node.
 type Node struct {
@@ -26,7 +24,7 @@ func (n Node) Has(flag string) bool { return slices.Contains(n.State, flag) }
 
 // OwnedDrain reports whether the node is drained or draining with a reason the operator set.
 func (n Node) OwnedDrain() bool {
-	return n.Has("DRAIN") && strings.HasPrefix(n.Reason, ReasonPrefix)
+	return n.Has("DRAIN") && strings.HasPrefix(n.Reason, slurmfacts.DrainReasonPrefix)
 }
 
 // Drained reports whether the node is drained (or failed: an admin's FAIL takes no jobs either)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 func TestOnlyTheOperatorsDrainsAreOwned(t *testing.T) {
@@ -15,10 +17,10 @@ func TestOnlyTheOperatorsDrainsAreOwned(t *testing.T) {
 		node Node
 		want bool
 	}{
-		{Node{State: []string{"IDLE", "DRAIN"}, Reason: ReasonPrefix + "scale-down"}, true},
+		{Node{State: []string{"IDLE", "DRAIN"}, Reason: slurmfacts.DrainScaleDown}, true},
 		{Node{State: []string{"IDLE", "DRAIN"}, Reason: "bad DIMM, ticket 4711"}, false},
 		{Node{State: []string{"IDLE", "DRAIN"}, Reason: "slurm-operator"}, false},
-		{Node{State: []string{"IDLE"}, Reason: ReasonPrefix + "old reason kept by a REST resume"}, false},
+		{Node{State: []string{"IDLE"}, Reason: slurmfacts.DrainReasonPrefix + "old reason kept by a REST resume"}, false},
 	} {
 		if got := tc.node.OwnedDrain(); got != tc.want {
 			t.Errorf("%+v: OwnedDrain = %v, want %v", tc.node, got, tc.want)

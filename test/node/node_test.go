@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 const ns = "slurm-test"
@@ -236,7 +238,7 @@ echo %q > /home/alice/.ssh/authorized_keys && chown alice:alice /home/alice/.ssh
 		e.kubectlOK("delete", "pod", "node-worker-1", "-n", ns, "--wait=false")
 		e.waitFor(time.Minute, "worker-1 draining with the pod's reason", func() (bool, string) {
 			out, _ := e.sshErr(login, "scontrol show node worker-1 -o")
-			return strings.Contains(out, "DRAIN") && strings.Contains(out, "Reason=slurm-operator: pod stopping"), out
+			return strings.Contains(out, "DRAIN") && strings.Contains(out, "Reason="+slurmfacts.DrainPodStopping), out
 		})
 		e.waitFor(5*time.Minute, "job "+id+" COMPLETED", func() (bool, string) {
 			out, _ := e.sshErr(login, "sacct -n -P -X -j "+id+" -o State,ExitCode")

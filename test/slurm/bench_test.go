@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkScaleUpToIdle(b *testing.B) {
 		}
 		total += time.Since(start)
 		b.StopTimer()
-		if err := cl.Drain(ctx, "worker-2", "scale-down"); err != nil {
+		if err := cl.Drain(ctx, "worker-2", slurmfacts.DrainScaleDown); err != nil {
 			b.Fatal(err)
 		}
 		if err := c.StopWorker(ctx, "demo-worker-2"); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
@@ -243,7 +244,7 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 
 	t.Run("the operator's client lifts only its own drains", func(t *testing.T) {
 		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=drain", "reason=bad DIMM, ticket 4711")
-		if err := cl.Drain(ctx, "worker-2", "health check failed"); err != nil {
+		if err := cl.Drain(ctx, "worker-2", slurmfacts.DrainHealth+" test"); err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []string{"worker-1", "worker-2"} {
@@ -299,7 +300,7 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 	t.Run("scale down 4 → 3 as the operator does it: drain, wait for the job, remove, reconfigure through slurmrestd", func(t *testing.T) {
 		job := sbatch(t, ctx, c, "-w", "worker-3", "--wrap", "sleep 5")
 		waitRunning(t, ctx, c, job)
-		if err := cl.Drain(ctx, "worker-3", "scale-down"); err != nil {
+		if err := cl.Drain(ctx, "worker-3", slurmfacts.DrainScaleDown); err != nil {
 			t.Fatal(err)
 		}
 		n, err := cl.Node(ctx, "worker-3")

@@ -9,6 +9,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
@@ -82,7 +83,7 @@ func TestHealthChecksDrainBrokenGPUNodesAndReturnThem(t *testing.T) {
 	t.Run("a worker that loses a GPU is drained with the operator's health reason", func(t *testing.T) {
 		fakeNvidiaSMI(t, ctx, c, workerHost(1).Name, 1)
 		waitNode("worker-1 drained by the health check", func(w0, w1 slurm.Node) bool {
-			return w1.Has("DRAIN") && strings.HasPrefix(w1.Reason, "slurm-operator: health: 1 of 2 GPUs visible")
+			return w1.Has("DRAIN") && strings.HasPrefix(w1.Reason, slurmfacts.DrainHealth+" 1 of 2 GPUs visible")
 		})
 		if w0 := node("worker-0"); w0.Has("DRAIN") {
 			t.Fatalf("the healthy worker-0 was drained: %q", w0.Reason)

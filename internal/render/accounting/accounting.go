@@ -12,6 +12,7 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 const comp = slurmv1alpha1.ComponentAccounting
@@ -19,10 +20,10 @@ const comp = slurmv1alpha1.ComponentAccounting
 // Database defaults when the operator creates the database.
 const (
 	DatabaseName = "slurm_acct_db"
+	// DatabaseUser is the MariaDB account slurmdbd connects as (not a Unix user).
 	DatabaseUser = "slurm"
 	// PasswordKey is the key of the password in the generated password Secret.
 	PasswordKey = "password"
-	mariaDBPort = 3306
 )
 
 const volumeDBDConf = "slurmdbd-conf"
@@ -37,7 +38,7 @@ func DatabaseFor(sc *slurmv1alpha1.SlurmCluster, password []byte) base.Database 
 	if db := acc.ExternalDB; db != nil {
 		return base.Database{Host: db.Host, Port: db.Port, User: db.User, Password: string(password), Name: db.Database}
 	}
-	return base.Database{Host: sc.MariaDBName(), Port: mariaDBPort, User: DatabaseUser, Password: string(password), Name: DatabaseName}
+	return base.Database{Host: sc.MariaDBName(), Port: slurmfacts.MariaDBPort, User: DatabaseUser, Password: string(password), Name: DatabaseName}
 }
 
 // ConfigSecret holds slurmdbd.conf; it is a Secret because it holds the database password.
@@ -54,7 +55,7 @@ func ConfigSecret(in base.Input) *corev1.Secret {
 // Service is how slurmctld reaches slurmdbd (AccountingStorageHost).
 func Service(in base.Input) *corev1.Service {
 	return base.Service(in.Cluster, comp, []corev1.ServicePort{
-		{Name: "slurmdbd", Port: slurmconf.SlurmdbdPort, TargetPort: intstr.FromString("slurmdbd")},
+		{Name: "slurmdbd", Port: slurmfacts.SlurmdbdPort, TargetPort: intstr.FromString("slurmdbd")},
 	})
 }
 
@@ -70,21 +71,21 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 		base.JWTKeyVolume(sc),
 	)
 	pod := corev1.PodSpec{
-		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers: []corev1.Container{base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
 			Name:  "slurmdbd",
 			Image: sc.Spec.Images.Accounting,
 			// slurmdbd refuses a slurmdbd.conf that is not SlurmUser's with mode 0600; it starts
 			// as root, reads it, and runs as SlurmUser.
 			Command: []string{"/bin/sh", "-c", base.Script(
-				base.InstallFile(dbdConfSecretDir+"/"+slurmconf.SlurmdbdConf, base.SlurmConfDir+"/"+slurmconf.SlurmdbdConf, base.SlurmUser, "0600"),
+				base.InstallFile(dbdConfSecretDir+"/"+slurmconf.SlurmdbdConf, slurmfacts.ConfDir+"/"+slurmconf.SlurmdbdConf, slurmfacts.SlurmUser, "0600"),
 				base.InstallJWTKey(),
 				"exec slurmdbd -D",
 			)},
-			Ports: []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: slurmconf.SlurmdbdPort}},
+			Ports: []corev1.ContainerPort{{Name: "slurmdbd", ContainerPort: slurmfacts.SlurmdbdPort}},
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: volumeDBDConf, MountPath: dbdConfSecretDir, ReadOnly: true},
-				{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+				{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 				{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
 			},
 			Resources: *spec.Resources.DeepCopy(),

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // MariaDBAPIVersion is the mariadb-operator API the objects are written for.
@@ -19,7 +20,7 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 
 	mariadbSpec := map[string]any{
 		"rootPasswordSecretKeyRef": map[string]any{"name": name + "-root", "key": "password", "generate": true},
-		"port":                     int64(mariaDBPort),
+		"port":                     int64(slurmfacts.MariaDBPort),
 		"myCnf":                    "[mariadb]\ninnodb_buffer_pool_size=1024M\ninnodb_lock_wait_timeout=900\nmax_allowed_packet=256M\n",
 	}
 	storage := map[string]any{}

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // DefaultClusterDomain is the Kubernetes DNS domain when none is configured.
@@ -26,7 +27,7 @@ func WithDefaults(sc *slurmv1alpha1.SlurmCluster) *slurmv1alpha1.SlurmCluster {
 		n.Worker.GresAutoDetect = slurmv1alpha1.GresAutoDetectOff
 	}
 	if db := n.Accounting.ExternalDB; db != nil {
-		setInt32(&db.Port, 3306)
+		setInt32(&db.Port, slurmfacts.MariaDBPort)
 		setString(&db.Database, "slurm_acct_db")
 	}
 	if pc := s.PeriodicChecks; pc != nil {

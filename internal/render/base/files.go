@@ -3,23 +3,16 @@ package base
 import (
 	"fmt"
 	"strings"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // The daemons check the files they are given: munged refuses a key that is a symbolic link or
-// readable by others, slurmdbd a slurmdbd.conf not owned by SlurmUser with mode 0600, sshd keys
+// readable by others, slurmdbd a slurmdbd.conf not owned by slurmfacts.SlurmUser with mode 0600, sshd keys
 // in directories others can write. Secret and ConfigMap volumes are none of that (their files
 // are links into ..data/, their modes follow defaultMode and fsGroup, their directories are not
 // ownable), so Secrets are mounted under SecretsDir and installed, as regular files with the
 // owner and mode each daemon demands, by the container's command before the daemon starts.
-
-// Users of the images (Debian's packages; the images pin their uids so that every image and
-// the jail agree).
-const (
-	// SlurmUser runs slurmctld and slurmdbd (SlurmUser in slurm.conf and slurmdbd.conf).
-	SlurmUser = "slurm"
-	// MungeUser runs munged.
-	MungeUser = "munge"
-)
 
 // PodFilesDir holds what the kubelet mounts into a login or worker container for the jail
 // entrypoint to bind into the jail: nothing is mounted inside the shared jail volume itself.
@@ -31,8 +24,6 @@ const (
 	SecretsDir = PodFilesDir + "/secrets"
 	// MungeKeySecretDir is where the munge key Secret is mounted.
 	MungeKeySecretDir = SecretsDir + "/munge"
-	// MungeKeyFile is the key of the munge key in its Secret, and the file name munged reads.
-	MungeKeyFile = "munge.key"
 	// JWTKeySecretDir is where the JWT key Secret is mounted.
 	JWTKeySecretDir = SecretsDir + "/jwt"
 	// SubMountsDir holds one directory per jail sub-mount.
@@ -53,9 +44,9 @@ func InstallDir(dir, owner, mode string) string {
 	return fmt.Sprintf("install -d -o %s -g %s -m %s %s", owner, owner, mode, dir)
 }
 
-// InstallJWTKey installs the JWT key for slurmctld and slurmdbd, readable by SlurmUser alone.
+// InstallJWTKey installs the JWT key for slurmctld and slurmdbd, readable by slurmfacts.SlurmUser alone.
 func InstallJWTKey() string {
-	return InstallFile(JWTKeySecretDir+"/"+JWTKeyFile, JWTKeyDir+"/"+JWTKeyFile, SlurmUser, "0400")
+	return InstallFile(JWTKeySecretDir+"/"+slurmfacts.JWTKeyFile, slurmfacts.JWTKeyDir+"/"+slurmfacts.JWTKeyFile, slurmfacts.SlurmUser, "0400")
 }
 
 // Script joins shell commands into a `sh -c` script that stops at the first failure and ends by
@@ -81,7 +72,7 @@ func (b JailBind) String() string {
 
 // JailExec is the command line that runs argv chrooted in the jail, with binds.
 func JailExec(binds []JailBind, argv ...string) []string {
-	out := []string{JailEntrypoint}
+	out := []string{slurmfacts.JailEntrypoint}
 	for _, b := range binds {
 		out = append(out, "--bind", b.String())
 	}

@@ -10,25 +10,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // Paths inside the containers. The images in images/ follow this contract.
 const (
 	// JailDir is where login and worker pods mount the jail; their daemons run chrooted in it.
 	JailDir = "/mnt/jail"
-	// SlurmConfDir holds slurm.conf and friends (inside the jail for login and workers).
-	SlurmConfDir = "/etc/slurm"
-	// MungeSocketDir holds munged's socket, shared by the munge sidecar and the Slurm daemon.
-	MungeSocketDir = "/run/munge"
-	// MungeKeyDir holds the munge key.
-	MungeKeyDir = "/etc/munge"
-	// JWTKeyDir holds the JWT key slurmctld verifies tokens with.
-	JWTKeyDir = "/etc/slurm-jwt"
-	// JWTKeyFile is the file name of the JWT key in JWTKeyDir.
-	JWTKeyFile = "jwt_hs256.key"
-	// JailEntrypoint, in the login and worker images, bind-mounts the node's /proc, /sys, /dev,
-	// /run and /tmp into the jail and runs its arguments chrooted in it.
-	JailEntrypoint = "/usr/local/bin/slurm-jail-exec"
 )
 
 // Volume names used in pod specs.
@@ -74,10 +62,10 @@ func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.
 // socket directory is made munge's, and munged then runs as munge.
 func MungeSidecar(sc *slurmv1alpha1.SlurmCluster, socketDir string) corev1.Container {
 	script := Script(
-		InstallDir(socketDir, MungeUser, "0755"),
-		InstallFile(MungeKeySecretDir+"/"+MungeKeyFile, MungeKeyDir+"/"+MungeKeyFile, MungeUser, "0400"),
-		"exec setpriv --reuid="+MungeUser+" --regid="+MungeUser+" --init-groups munged --foreground"+
-			" --key-file="+MungeKeyDir+"/"+MungeKeyFile+
+		InstallDir(socketDir, slurmfacts.MungeUser, "0755"),
+		InstallFile(MungeKeySecretDir+"/"+slurmfacts.MungeKeyFile, slurmfacts.MungeKeyDir+"/"+slurmfacts.MungeKeyFile, slurmfacts.MungeUser, "0400"),
+		"exec setpriv --reuid="+slurmfacts.MungeUser+" --regid="+slurmfacts.MungeUser+" --init-groups munged --foreground"+
+			" --key-file="+slurmfacts.MungeKeyDir+"/"+slurmfacts.MungeKeyFile+
 			" --socket="+socketDir+"/munge.socket.2"+
 			" --seed-file="+socketDir+"/munged.seed"+
 			" --pid-file="+socketDir+"/munged.pid"+
@@ -243,7 +231,7 @@ func Service(sc *slurmv1alpha1.SlurmCluster, comp slurmv1alpha1.Component, ports
 }
 
 // JWTKeyVolume is the JWT key Secret. It is mounted at JWTKeySecretDir and installed by
-// InstallJWTKey, readable by SlurmUser alone.
+// InstallJWTKey, readable by slurmfacts.SlurmUser alone.
 func JWTKeyVolume(sc *slurmv1alpha1.SlurmCluster) corev1.Volume {
 	return corev1.Volume{Name: VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o400),
@@ -257,7 +245,7 @@ func WaitForJail(sc *slurmv1alpha1.SlurmCluster, image string) corev1.Container 
 	return Container(sc, corev1.Container{
 		Name:         "wait-for-jail",
 		Image:        image,
-		Command:      []string{JailEntrypoint, "--wait-populated"},
+		Command:      []string{slurmfacts.JailEntrypoint, "--wait-populated"},
 		VolumeMounts: []corev1.VolumeMount{{Name: VolumeJail, MountPath: JailDir, ReadOnly: true}},
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),

@@ -13,7 +13,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 const comp = slurmv1alpha1.ComponentController
@@ -22,14 +22,11 @@ const comp = slurmv1alpha1.ComponentController
 // is unset.
 var DefaultSpoolSize = resource.MustParse("10Gi")
 
-// RestdPort is where slurmrestd listens in the controller pod.
-const RestdPort = 6820
-
 // Service is the headless Service that names slurmctld's pods, and carries slurmrestd.
 func Service(in base.Input) *corev1.Service {
 	return base.HeadlessService(in.Cluster, comp, []corev1.ServicePort{
-		{Name: "slurmctld", Port: slurmconf.SlurmctldPort, TargetPort: intstr.FromString("slurmctld")},
-		{Name: "slurmrestd", Port: RestdPort, TargetPort: intstr.FromString("slurmrestd")},
+		{Name: "slurmctld", Port: slurmfacts.SlurmctldPort, TargetPort: intstr.FromString("slurmctld")},
+		{Name: "slurmrestd", Port: slurmfacts.SlurmrestdPort, TargetPort: intstr.FromString("slurmrestd")},
 	})
 }
 
@@ -60,14 +57,14 @@ const UseJailUsers = "if [ -s " + base.JailDir + "/etc/passwd ]; then ln -sf " +
 	base.JailDir + "/etc/group /etc/group; fi"
 
 // RestdArgs are slurmrestd's arguments: JWT authentication, the slurmctld endpoints only (the
-// slurmdbd ones fail to load without accounting), listening on RestdPort.
+// slurmdbd ones fail to load without accounting), listening on slurmfacts.SlurmrestdPort.
 func RestdArgs() []string {
-	return []string{"-a", "rest_auth/jwt", "-s", "openapi/slurmctld", fmt.Sprintf("0.0.0.0:%d", RestdPort)}
+	return []string{"-a", "rest_auth/jwt", "-s", "openapi/slurmctld", fmt.Sprintf("0.0.0.0:%d", slurmfacts.SlurmrestdPort)}
 }
 
 // RestdURL is where the operator reaches slurmrestd.
 func RestdURL(sc *slurmv1alpha1.SlurmCluster, clusterDomain string) string {
-	return fmt.Sprintf("http://%s.%s.svc.%s:%d", sc.HeadlessServiceName(comp), sc.Namespace, clusterDomain, RestdPort)
+	return fmt.Sprintf("http://%s.%s.svc.%s:%d", sc.HeadlessServiceName(comp), sc.Namespace, clusterDomain, slurmfacts.SlurmrestdPort)
 }
 
 // StatefulSet runs slurmctld with a munge sidecar; its spool holds StateSaveLocation.
@@ -76,10 +73,10 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	spec := sc.Spec.SlurmNodes.Controller
 	volumes := append(base.CommonVolumes(sc), base.JWTKeyVolume(sc))
 	mounts := []corev1.VolumeMount{
-		{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
-		{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
+		{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 		{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
-		{Name: base.VolumeSpool, MountPath: slurmconf.StateSaveLocation},
+		{Name: base.VolumeSpool, MountPath: slurmfacts.StateSaveLocation},
 	}
 	var claims []corev1.PersistentVolumeClaimSpec
 	switch sp := spec.Volumes.Spool; {
@@ -118,7 +115,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		inits = append(inits, base.WaitForJail(sc, sc.Spec.Images.Worker))
 	}
 	pod := corev1.PodSpec{
-		InitContainers: append(inits, base.MungeSidecar(sc, base.MungeSocketDir)),
+		InitContainers: append(inits, base.MungeSidecar(sc, slurmfacts.MungeSocketDir)),
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
 			Name:  "slurmctld",
 			Image: sc.Spec.Images.Controller,
@@ -127,11 +124,11 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			// volumes ignore fsGroup).
 			Command: []string{"/bin/sh", "-c", base.Script(
 				base.InstallJWTKey(),
-				base.InstallDir(slurmconf.StateSaveLocation, base.SlurmUser, "0750"),
+				base.InstallDir(slurmfacts.StateSaveLocation, slurmfacts.SlurmUser, "0750"),
 				UseJailUsers,
 				"exec slurmctld -D -i",
 			)},
-			Ports:        []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmconf.SlurmctldPort}},
+			Ports:        []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmfacts.SlurmctldPort}},
 			Resources:    *spec.Resources.DeepCopy(),
 			VolumeMounts: mounts,
 			ReadinessProbe: &corev1.Probe{
@@ -156,8 +153,8 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Image:   sc.Spec.Images.Controller,
 		Command: []string{"/bin/sh", "-c", ReconfigureScript},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
-			{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+			{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
+			{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 		},
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
@@ -174,9 +171,9 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			{Name: "SLURM_JWT", Value: "daemon"},
 			{Name: "SLURMRESTD_SECURITY", Value: "disable_unshare_sysv,disable_unshare_files"},
 		},
-		Ports: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: RestdPort}},
+		Ports: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: slurmfacts.SlurmrestdPort}},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
+			{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
 		},
 		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](65534), RunAsGroup: ptr.To[int64](65534), RunAsNonRoot: ptr.To(true)},
 		ReadinessProbe: &corev1.Probe{

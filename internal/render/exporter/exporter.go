@@ -3,6 +3,8 @@
 package exporter
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,27 +14,25 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 const comp = slurmv1alpha1.ComponentExporter
-
-// MetricsPort is where the exporter serves /metrics.
-const MetricsPort = 9341
 
 // Deployment runs the exporter; it queries slurmctld with munge, like any Slurm client.
 func Deployment(in base.Input) *appsv1.Deployment {
 	sc := in.Cluster
 	spec := sc.Spec.SlurmNodes.Exporter
 	pod := corev1.PodSpec{
-		InitContainers: []corev1.Container{base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers: []corev1.Container{base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
 			Name:  "exporter",
 			Image: sc.Spec.Images.Exporter,
-			Args:  []string{"--listen-address=:9341"},
-			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort}},
+			Args:  []string{fmt.Sprintf("--listen-address=:%d", slurmfacts.ExporterPort)},
+			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: slurmfacts.ExporterPort}},
 			VolumeMounts: []corev1.VolumeMount{
-				{Name: base.VolumeSlurmConfig, MountPath: base.SlurmConfDir, ReadOnly: true},
-				{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+				{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
+				{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 			},
 			Resources: *spec.Resources.DeepCopy(),
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
@@ -60,7 +60,7 @@ func Deployment(in base.Input) *appsv1.Deployment {
 // Service exposes the exporter's metrics port.
 func Service(in base.Input) *corev1.Service {
 	return base.Service(in.Cluster, comp, []corev1.ServicePort{
-		{Name: "metrics", Port: MetricsPort, TargetPort: intstr.FromString("metrics")},
+		{Name: "metrics", Port: slurmfacts.ExporterPort, TargetPort: intstr.FromString("metrics")},
 	})
 }
 

@@ -13,17 +13,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/jailexec"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // PopulateScript is the script the populate Job runs.
 //
 //go:embed populate.sh
 var PopulateScript string
-
-// MarkerFile is the file, at the jail's root, that says the jail was populated.
-const MarkerFile = jailexec.MarkerFile
 
 // Job renders the populate Job, or nil when spec.populateJail is unset. Its name carries a hash
 // of the image and the overwrite flag, so a changed request runs a new Job once.
@@ -46,6 +43,7 @@ func Job(in base.Input) (*batchv1.Job, error) {
 			Env: []corev1.EnvVar{
 				{Name: "SOURCE", Value: "/jail"},
 				{Name: "JAIL", Value: base.JailDir},
+				{Name: "MARKER", Value: slurmfacts.JailMarkerFile},
 				{Name: "OVERWRITE", Value: strconv.FormatBool(pj.Overwrite)},
 				{Name: "REQUEST", Value: JobName(sc)},
 			},

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Populates the jail once. Run by the populate Job; SOURCE is the root file system shipped in
 # the image, JAIL the mounted jail volume, OVERWRITE "true" to replace a populated jail,
-# REQUEST the name of the request (the Job's name: it changes with the image and the flag).
+# REQUEST the name of the request (the Job's name: it changes with the image and the flag),
+# MARKER the name of the marker file at the jail's root.
 # An overwrite runs once per request: a Job recreated for the same request (deleted by hand or
 # by a clean-up) finds the request in the marker and leaves the jail alone.
 set -eu
@@ -9,7 +10,7 @@ SOURCE=${SOURCE:-/jail}
 JAIL=${JAIL:-/mnt/jail}
 OVERWRITE=${OVERWRITE:-false}
 REQUEST=${REQUEST:-unnamed}
-MARKER="$JAIL/.slurm-operator-populated"
+MARKER="$JAIL/${MARKER:?MARKER names the marker file (the renderer sets it)}"
 
 if [ -e "$MARKER" ] && [ "$OVERWRITE" = "true" ] && grep -qxF "request=$REQUEST" "$MARKER"; then
   echo "this overwrite ($REQUEST) already ran; leaving the jail as it is"

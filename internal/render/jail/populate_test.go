@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // These tests run the populate Job's script with the real /bin/sh on temporary folders.
@@ -20,7 +21,7 @@ func run(t *testing.T, source, jailDir, overwrite string) (string, error) {
 func runRequest(t *testing.T, source, jailDir, overwrite, request string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", jail.PopulateScript)
-	cmd.Env = append(os.Environ(), "SOURCE="+source, "JAIL="+jailDir, "OVERWRITE="+overwrite, "REQUEST="+request)
+	cmd.Env = append(os.Environ(), "SOURCE="+source, "JAIL="+jailDir, "OVERWRITE="+overwrite, "REQUEST="+request, "MARKER="+slurmfacts.JailMarkerFile)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -45,7 +46,7 @@ func TestAnEmptyJailIsPopulatedAndMarked(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dst, "etc", "os-release")); err != nil {
 		t.Fatal("root file system not copied")
 	}
-	if _, err := os.Stat(filepath.Join(dst, jail.MarkerFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dst, slurmfacts.JailMarkerFile)); err != nil {
 		t.Fatal("marker not written")
 	}
 }
@@ -136,7 +137,7 @@ func TestMountpointDirectoriesMadeByARuntimeDoNotCountAsData(t *testing.T) {
 	if out, err := run(t, src, dst, "false"); err != nil {
 		t.Fatalf("refused a jail of empty directories: %v: %s", err, out)
 	}
-	if _, err := os.Stat(filepath.Join(dst, jail.MarkerFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dst, slurmfacts.JailMarkerFile)); err != nil {
 		t.Fatal("marker not written")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 const comp = slurmv1alpha1.ComponentLogin
@@ -94,13 +95,13 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	)
 	mounts := append(jailMounts,
 		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
-		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 		corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: worker.HostKeysMountDir, ReadOnly: true},
 		// A directory mount (never subPath): the kubelet updates it in place when keys change.
 		corev1.VolumeMount{Name: volumeAuthorizedKeys, MountPath: authorizedKeysMountDir, ReadOnly: true},
 	)
 	binds := append([]base.JailBind{
-		{Source: base.ConfigMountDir, Target: base.SlurmConfDir, ReadOnly: true},
+		{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true},
 		{Source: worker.HostKeysMountDir, Target: worker.SSHHostKeysDir, ReadOnly: true},
 		{Source: authorizedKeysMountDir, Target: worker.AuthorizedKeysDir, ReadOnly: true},
 	}, subBinds...)
@@ -127,7 +128,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		},
 	})
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers:                    []corev1.Container{sshd},
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),

@@ -9,10 +9,11 @@ import (
 
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // MungeKeyFile is the key of the munge key in its Secret.
-const MungeKeyFile = base.MungeKeyFile
+const MungeKeyFile = slurmfacts.MungeKeyFile
 
 // MungeKeySecret holds the munge key.
 func MungeKeySecret(in base.Input) *corev1.Secret {
@@ -21,7 +22,7 @@ func MungeKeySecret(in base.Input) *corev1.Secret {
 
 // JWTKeySecret holds the HS256 key for JWT authentication.
 func JWTKeySecret(in base.Input) *corev1.Secret {
-	return secret(in, in.Cluster.JWTKeySecretName(), map[string][]byte{base.JWTKeyFile: in.Keys.JWT})
+	return secret(in, in.Cluster.JWTKeySecretName(), map[string][]byte{slurmfacts.JWTKeyFile: in.Keys.JWT})
 }
 
 // SSHHostKeysSecret holds the SSH host keys shared by the login and worker nodes, so a user's

@@ -7,6 +7,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 //go:embed node-health.sh
@@ -14,9 +15,6 @@ var nodeHealthTemplate string
 
 // NodeHealthScript is the file name of the health check in the Slurm config folder.
 const NodeHealthScript = "slurm-node-health.sh"
-
-// JailMarker is where the populate Job's marker appears inside the jail.
-const JailMarker = "/.slurm-operator-populated"
 
 // nodeHealth renders the health check for spec.periodicChecks: the checks to run (all that fit
 // when none are listed), the action, and what a healthy node looks like.
@@ -37,12 +35,13 @@ func nodeHealth(in base.Input) string {
 	}
 	marker := ""
 	if pj := in.Cluster.Spec.PopulateJail; pj != nil && pj.Image != "" {
-		marker = JailMarker
+		marker = "/" + slurmfacts.JailMarkerFile
 	}
 	return strings.NewReplacer(
 		"@CHECKS@", strings.Join(names, " "),
 		"@ACTION@", string(pc.Action),
 		"@GPUS@", strconv.Itoa(int(gpus)),
 		"@JAIL_MARKER@", marker,
+		"@DRAIN_HEALTH@", slurmfacts.DrainHealth,
 	).Replace(nodeHealthTemplate)
 }

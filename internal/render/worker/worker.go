@@ -17,19 +17,15 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
-	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 const comp = slurmv1alpha1.ComponentWorker
 
-// GPUResource is the extended resource the NVIDIA device plugin advertises.
-const GPUResource corev1.ResourceName = "nvidia.com/gpu"
-
 // Service is the headless Service that gives each worker pod a DNS name.
 func Service(in base.Input) *corev1.Service {
 	return base.HeadlessService(in.Cluster, comp, []corev1.ServicePort{
-		{Name: "slurmd", Port: slurmconf.SlurmdPort, TargetPort: intstr.FromString("slurmd")},
+		{Name: "slurmd", Port: slurmfacts.SlurmdPort, TargetPort: intstr.FromString("slurmd")},
 		{Name: "ssh", Port: 22, TargetPort: intstr.FromString("ssh")},
 	})
 }
@@ -85,12 +81,12 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	// What both containers see of the pod, and bind into the jail.
 	nodeMounts := append(append([]corev1.VolumeMount{}, jailMounts...),
 		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
-		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: base.MungeSocketDir},
+		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 		corev1.VolumeMount{Name: volumeShm, MountPath: "/dev/shm"},
 		corev1.VolumeMount{Name: volumeTmp, MountPath: "/tmp"},
 	)
-	binds := append([]base.JailBind{{Source: base.ConfigMountDir, Target: base.SlurmConfDir, ReadOnly: true}}, subBinds...)
-	slurmdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: spoolMountDir, Target: slurmconf.SlurmdSpoolDir})
+	binds := append([]base.JailBind{{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true}}, subBinds...)
+	slurmdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: spoolMountDir, Target: slurmfacts.SlurmdSpoolDir})
 	sshdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: HostKeysMountDir, Target: SSHHostKeysDir, ReadOnly: true})
 
 	env := base.PodIndexEnv(comp)
@@ -100,7 +96,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Command: base.JailExec(slurmdBinds, "/bin/sh", "-c", SlurmdScript),
 		Env:     env,
 		Ports: []corev1.ContainerPort{
-			{Name: "slurmd", ContainerPort: slurmconf.SlurmdPort},
+			{Name: "slurmd", ContainerPort: slurmfacts.SlurmdPort},
 		},
 		Resources:    resources,
 		VolumeMounts: append(nodeMounts, corev1.VolumeMount{Name: base.VolumeSpool, MountPath: spoolMountDir}),
@@ -131,7 +127,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 	})
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, base.MungeSocketDir)},
+		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers:                    []corev1.Container{slurmd, sshd},
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -159,7 +155,7 @@ const HostKeysMountDir = base.PodFilesDir + "/ssh-host-keys"
 const TerminationGracePeriodSeconds = 300
 
 // StoppingReason is the drain reason a stopping worker sets on its own node.
-const StoppingReason = slurm.ReasonPrefix + "pod stopping"
+const StoppingReason = slurmfacts.DrainReasonPrefix + "pod stopping"
 
 // SlurmdScript starts slurmd as this pod's Slurm node. A drain this pod's preStop set (and only
 // that one: an admin's or another part of the operator's reason stays) is lifted first, so a
@@ -199,7 +195,7 @@ func gpuRequests(g base.GPU) map[corev1.ResourceName]int32 {
 		out[corev1.ResourceName("nvidia.com/mig-"+m.Profile)] = m.Count
 	}
 	if len(g.MIG) == 0 && g.Count > 0 {
-		out[GPUResource] = g.Count
+		out[slurmfacts.GPUResource] = g.Count
 	}
 	return out
 }

@@ -1,0 +1,79 @@
+// Package slurmfacts is the one home of the facts about Slurm, munge and the project's images
+// that more than one package needs: the daemons' users, ports and paths, the drain reasons the
+// operator sets, the GPU resource name and the jail's marker. It imports nothing, so the
+// renderers, the Slurm client, the GPU shape and the jail entrypoint all take them from here;
+// the shell scripts the renderers ship (the populate Job, the node health check) receive them
+// from the renderers through placeholders or the environment, never by writing them again.
+package slurmfacts
+
+// Users of the images (Debian's packages). The images pin their ids (slurm 64030 as in Debian,
+// munge 64031) so that every image and the jail agree on who owns a file or a socket.
+const (
+	// SlurmUser runs slurmctld and slurmdbd (SlurmUser in slurm.conf and slurmdbd.conf), and is
+	// the user the operator's JWTs speak for.
+	SlurmUser = "slurm"
+	// MungeUser runs munged.
+	MungeUser = "munge"
+	// NobodyUID runs slurmrestd: it needs no files and no privileges.
+	NobodyUID int64 = 65534
+)
+
+// Ports the daemons listen on.
+const (
+	SlurmctldPort  = 6817
+	SlurmdPort     = 6818
+	SlurmdbdPort   = 6819
+	SlurmrestdPort = 6820
+	// ExporterPort serves the Slurm exporter's metrics.
+	ExporterPort = 9341
+	// MariaDBPort is where the accounting database listens when mariadb-operator runs it.
+	MariaDBPort = 3306
+)
+
+// Paths inside the daemons' containers and the jail.
+const (
+	// ConfDir holds slurm.conf and the files it includes, for every daemon and in the jail.
+	ConfDir = "/etc/slurm"
+	// StateSaveLocation is slurmctld's state directory (its spool volume).
+	StateSaveLocation = "/var/spool/slurmctld"
+	// SlurmdSpoolDir is slurmd's spool directory.
+	SlurmdSpoolDir = "/var/spool/slurmd"
+	// MungeKeyDir holds the key munged reads.
+	MungeKeyDir = "/etc/munge"
+	// MungeKeyFile is the file name munged reads, and the key of the munge key in its Secret.
+	MungeKeyFile = "munge.key"
+	// MungeSocketDir holds munged's socket; slurmd, slurmctld and the tools in the jail find it there.
+	MungeSocketDir = "/run/munge"
+	// MungeSocket is munged's socket in MungeSocketDir.
+	MungeSocket = MungeSocketDir + "/munge.socket.2"
+	// JWTKeyDir holds the HS256 key slurmctld and slurmdbd verify JWTs with.
+	JWTKeyDir = "/etc/slurm-jwt"
+	// JWTKeyFile is the key's file name in JWTKeyDir, and its key in the Secret.
+	JWTKeyFile = "jwt_hs256.key"
+	// JailEntrypoint is the program of the login and worker images that runs a command
+	// chrooted in the jail.
+	JailEntrypoint = "/usr/local/bin/slurm-jail-exec"
+	// JailMarkerFile is the file, at the jail's root, that the populate Job writes when the jail
+	// holds a complete copy of the jail image. The jail entrypoint refuses a jail without it,
+	// and the node health check looks for it.
+	JailMarkerFile = ".slurm-operator-populated"
+)
+
+// Drain reasons. Every drain the operator (or a script it ships) sets has a reason starting
+// with DrainReasonPrefix, and the operator lifts only drains with that prefix: an admin's
+// drain is never touched.
+const (
+	DrainReasonPrefix = "slurm-operator: "
+	// DrainUpdate drains a worker whose pod is replaced by a rolling update.
+	DrainUpdate = DrainReasonPrefix + "update"
+	// DrainScaleDown drains a worker that a scale-down removes.
+	DrainScaleDown = DrainReasonPrefix + "scale-down"
+	// DrainPodStopping drains a worker whose pod stops (its preStop hook).
+	DrainPodStopping = DrainReasonPrefix + "pod stopping"
+	// DrainHealth starts the reason of a node the health check drained.
+	DrainHealth = DrainReasonPrefix + "health:"
+)
+
+// GPUResource is the extended resource the NVIDIA device plugin advertises, and the resource
+// worker pods request.
+const GPUResource = "nvidia.com/gpu"
