@@ -23,3 +23,116 @@ const (
 	// ConditionWorkersUpdating: outdated worker pods are being replaced, one drained node at a time.
 	ConditionWorkersUpdating = "WorkersUpdating"
 )
+
+// The reasons of the conditions above, by condition. docs/reconcile.md says when each is set.
+const (
+	// Available.
+
+	// ReasonClusterReady: slurmctld is up, the jail is populated and workers are ready.
+	ReasonClusterReady = "ClusterReady"
+	// ReasonControllerUnavailable: no slurmctld pod is ready.
+	ReasonControllerUnavailable = "ControllerUnavailable"
+	// ReasonJailNotPopulated: the jail is not populated yet.
+	ReasonJailNotPopulated = "JailNotPopulated"
+	// ReasonNoWorkerReady: no worker pod is ready yet.
+	ReasonNoWorkerReady = "NoWorkerReady"
+
+	// Available and Degraded, when nothing could be rendered.
+
+	// ReasonRenderFailed: the spec could not be turned into objects.
+	ReasonRenderFailed = "RenderFailed"
+	// ReasonMungeKeyMissing: the munge key Secret is gone while the cluster's daemons run with it.
+	ReasonMungeKeyMissing = "MungeKeyMissing"
+	// ReasonPolicyViolation: the spec asks for an image or host path the operator's policy refuses.
+	ReasonPolicyViolation = "PolicyViolation"
+
+	// ControllerAvailable, WorkersAvailable, LoginAvailable and AccountingAvailable, from their
+	// StatefulSet.
+
+	// ReasonAllReady: every pod is ready.
+	ReasonAllReady = "AllReady"
+	// ReasonPartiallyReady: some pods are ready.
+	ReasonPartiallyReady = "PartiallyReady"
+	// ReasonNotReady: no pod is ready.
+	ReasonNotReady = "NotReady"
+	// ReasonNotCreated: the StatefulSet does not exist yet.
+	ReasonNotCreated = "NotCreated"
+
+	// AccountingAvailable.
+
+	// ReasonDisabled: accounting is off.
+	ReasonDisabled = "Disabled"
+	// ReasonMariaDBOperatorMissing: the spec asks for mariadb-operator, whose API is not served.
+	ReasonMariaDBOperatorMissing = "MariaDBOperatorMissing"
+	// ReasonDatabaseSecretMissing: the external database's password Secret (or key) is missing.
+	ReasonDatabaseSecretMissing = "DatabaseSecretMissing"
+	// ReasonDatabaseSecretNotAllowed: the password Secret lacks the allow-reference label.
+	ReasonDatabaseSecretNotAllowed = "DatabaseSecretNotAllowed"
+	// ReasonDatabasePasswordUnusable: the password cannot be written into slurmdbd.conf.
+	ReasonDatabasePasswordUnusable = "DatabasePasswordUnusable"
+
+	// JailPopulated.
+
+	// ReasonNotManaged: spec.populateJail is unset; the jail is used as it is.
+	ReasonNotManaged = "NotManaged"
+	// ReasonJobPending: the populate Job is not created yet.
+	ReasonJobPending = "JobPending"
+	// ReasonPopulating: the populate Job runs.
+	ReasonPopulating = "Populating"
+	// ReasonPopulated: the populate Job completed.
+	ReasonPopulated = "Populated"
+	// ReasonJobFailed: the populate Job failed.
+	ReasonJobFailed = "JobFailed"
+	// ReasonOverwriteWaiting: an overwrite waits for every pod that runs in the jail to stop.
+	ReasonOverwriteWaiting = "OverwriteWaiting"
+
+	// Degraded.
+
+	// ReasonAsExpected: nothing is wrong.
+	ReasonAsExpected = "AsExpected"
+	// ReasonReconcileFailed: a step of the reconcile failed (an API error).
+	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonApplyFailed: the API server refused some objects.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonOptionalAPIMissing: an optional object (ServiceMonitor) is left out: its API is not served.
+	ReasonOptionalAPIMissing = "OptionalAPIMissing"
+
+	// GPUShape.
+
+	// ReasonFromSpec: the shape is the spec's spec.slurmNodes.worker.gpu.
+	ReasonFromSpec = "FromSpec"
+	// ReasonFromNodeLabels: the shape comes from the GPU Operator's labels on the selected nodes.
+	ReasonFromNodeLabels = "FromNodeLabels"
+	// ReasonNodesDisagree: the selected nodes have different GPU shapes.
+	ReasonNodesDisagree = "NodesDisagree"
+	// ReasonNoGPUNodes: no selected node has GPUs.
+	ReasonNoGPUNodes = "NoGPUNodes"
+
+	// ScalingDown and WorkersUpdating.
+
+	// ReasonRemovingNodes: the leaving workers are drained and idle; their pods are removed.
+	ReasonRemovingNodes = "RemovingNodes"
+	// ReasonWaitingForJobs: leaving workers are drained and still run jobs.
+	ReasonWaitingForJobs = "WaitingForJobs"
+	// ReasonGracePeriodExpired: the scale-down's grace period passed; workers go with their jobs.
+	ReasonGracePeriodExpired = "GracePeriodExpired"
+	// ReasonSlurmUnreachable: slurmctld could not be asked; nothing is removed.
+	ReasonSlurmUnreachable = "SlurmUnreachable"
+	// ReasonSlurmAnswerIncomplete: slurmctld's answer lacks some nodes; nothing is removed.
+	ReasonSlurmAnswerIncomplete = "SlurmAnswerIncomplete"
+	// ReasonDone: no scale-down in progress.
+	ReasonDone = "Done"
+	// ReasonReplacingPods: outdated worker pods are replaced, one drained node at a time.
+	ReasonReplacingPods = "ReplacingPods"
+	// ReasonResumingNodes: the update is over; the nodes it drained are resumed.
+	ReasonResumingNodes = "ResumingNodes"
+	// ReasonAllUpToDate: every worker pod runs the current template.
+	ReasonAllUpToDate = "AllUpToDate"
+)
+
+// Reasons of events that are not a condition's change.
+const (
+	// EventScaleDownGraceExpired: a scale-down's grace period passed and workers are removed
+	// with their jobs.
+	EventScaleDownGraceExpired = "ScaleDownGraceExpired"
+)

@@ -1,6 +1,11 @@
 package v1alpha1
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+)
 
 // Component names one part of a Slurm cluster. It is the value of the component label and the
 // suffix of the part's Kubernetes object names.
@@ -68,5 +73,48 @@ func (c *SlurmCluster) DatabasePasswordSecretName() string { return c.Name + "-m
 // MariaDBName is the name of the mariadb-operator MariaDB object.
 func (c *SlurmCluster) MariaDBName() string { return c.Name + "-mariadb" }
 
-// PopulateJailJobName is the Job that fills the jail.
-func (c *SlurmCluster) PopulateJailJobName() string { return c.ComponentName(ComponentJail) }
+// PopulateJailJobName is the Job that fills the jail. Its name carries a hash of the image and
+// the overwrite flag, so a changed request runs a new Job once; it is also the request's name
+// in the jail's marker. Empty when spec.populateJail is unset.
+func (c *SlurmCluster) PopulateJailJobName() string {
+	pj := c.Spec.PopulateJail
+	if pj == nil {
+		return ""
+	}
+	return c.ComponentName(ComponentJail) + "-" + ShortHash([]byte(pj.Image), []byte(strconv.FormatBool(pj.Overwrite)))[:8]
+}
+
+// BusyPodDisruptionBudgetName refuses evictions of workers that run jobs.
+func (c *SlurmCluster) BusyPodDisruptionBudgetName() string {
+	return c.ComponentName(ComponentWorker) + "-busy"
+}
+
+// MariaDBRootPasswordSecretName is the root password Secret mariadb-operator generates.
+func (c *SlurmCluster) MariaDBRootPasswordSecretName() string { return c.MariaDBName() + "-root" }
+
+// MariaDBDatabaseObjectName is the mariadb-operator Database object of the accounting database.
+func (c *SlurmCluster) MariaDBDatabaseObjectName() string { return c.MariaDBName() + "-acct-db" }
+
+// MariaDBUserObjectName is the mariadb-operator User object of slurmdbd's account; its Grant
+// has the same name.
+func (c *SlurmCluster) MariaDBUserObjectName() string { return c.MariaDBName() + "-slurm" }
+
+// SubMountVolumeName is the pod volume of the jail sub-mount with this name.
+func SubMountVolumeName(subMount string) string { return "jail-submount-" + subMount }
+
+// ShortHash is a short, stable hash of the given parts: the suffix of names that change with
+// their content and the value of restart annotations.
+func ShortHash(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		// Length-prefix each part so that ("ab","c") and ("a","bc") differ.
+		var n [8]byte
+		l := len(p)
+		for i := range n {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

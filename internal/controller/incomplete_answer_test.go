@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
@@ -39,7 +39,7 @@ var _ = Describe("a Slurm answer that does not account for the nodes", func() {
 			// The pod of a node the answer lacks counts as busy: the PodDisruptionBudget keeps it.
 			Eventually(func(g Gomega) {
 				p := get(ctx, &corev1.Pod{}, ns, "blind-worker-7")
-				g.Expect(p.Labels).To(HaveKeyWithValue(worker.LabelBusy, "true"))
+				g.Expect(p.Labels).To(HaveKeyWithValue(base.LabelBusy, "true"))
 			}).WithTimeout(timeout).Should(Succeed())
 			// The outdated pod is not deleted.
 			eventuallyCondition(ctx, ns, "blind", "WorkersUpdating", "SlurmAnswerIncomplete", "")

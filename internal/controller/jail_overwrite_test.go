@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
@@ -54,7 +53,7 @@ var _ = Describe("an overwrite of a populated jail", func() {
 		slurmClients.Store(ns, idle)
 		DeferCleanup(func() { slurmClients.Delete(ns) })
 		sc := applySample(ctx, ns, "rejail")
-		first := jail.JobName(sc)
+		first := sc.PopulateJailJobName()
 		completeJob(ctx, ns, first)
 		eventuallyCondition(ctx, ns, "rejail", "JailPopulated", "Populated", "")
 		publishReplicas(ctx, ns, "rejail-worker", 8)
@@ -62,7 +61,7 @@ var _ = Describe("an overwrite of a populated jail", func() {
 
 		updateSpec(ctx, ns, "rejail", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.PopulateJail.Overwrite = true })
 		Expect(k8sClient.Get(ctx, key(ns, "rejail"), sc)).To(Succeed())
-		second := jail.JobName(sc)
+		second := sc.PopulateJailJobName()
 		Expect(second).NotTo(Equal(first))
 		eventuallyCondition(ctx, ns, "rejail", "JailPopulated", "OverwriteWaiting", "8 worker and 2 login pods")
 		Consistently(func() error {

@@ -10,7 +10,6 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
@@ -51,14 +50,14 @@ func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, s *reconc
 		if b, known := busy[slurmName(*p)]; b || !known {
 			want = "true"
 		}
-		if p.Labels[worker.LabelBusy] == want {
+		if p.Labels[base.LabelBusy] == want {
 			continue
 		}
 		patch := client.MergeFrom(p.DeepCopy())
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
 		}
-		p.Labels[worker.LabelBusy] = want
+		p.Labels[base.LabelBusy] = want
 		if err := r.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("label pod %s busy=%s: %w", p.Name, want, err)
 		}

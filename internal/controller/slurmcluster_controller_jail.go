@@ -12,11 +12,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render"
-	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 )
-
-// reasonOverwriteWaiting is JailPopulated's reason while an overwrite waits for pods to go.
-const reasonOverwriteWaiting = "OverwriteWaiting"
 
 // holdJailOverwrite leaves the jail's objects out of this reconcile (not applied, not pruned)
 // while an overwrite must wait, and says why in the status.
@@ -41,11 +37,11 @@ func (r *SlurmClusterReconciler) jailOverwriteHold(ctx context.Context, sc, desi
 		return "", nil
 	}
 	// Populated before: the condition is true, or says this very hold.
-	c := meta.FindStatusCondition(sc.Status.Conditions, ConditionJailPopulated)
-	if c == nil || (c.Status != metav1.ConditionTrue && c.Reason != reasonOverwriteWaiting) {
+	c := meta.FindStatusCondition(sc.Status.Conditions, slurmv1alpha1.ConditionJailPopulated)
+	if c == nil || (c.Status != metav1.ConditionTrue && c.Reason != slurmv1alpha1.ReasonOverwriteWaiting) {
 		return "", nil
 	}
-	exists, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: jail.JobName(desired)}, &batchv1.Job{})
+	exists, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: desired.PopulateJailJobName()}, &batchv1.Job{})
 	if err != nil || exists {
 		return "", err
 	}

@@ -13,7 +13,6 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/keys"
-	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
@@ -25,7 +24,7 @@ func (r *SlurmClusterReconciler) ensureKeys(ctx context.Context, s *reconcileSco
 	k, err := r.keysFor(ctx, s.desired)
 	var lost *mungeKeyLostError
 	if errors.As(err, &lost) {
-		s.facts.renderErr, s.facts.renderReason = lost, "MungeKeyMissing"
+		s.facts.renderErr, s.facts.renderReason = lost, slurmv1alpha1.ReasonMungeKeyMissing
 		s.requeueAfter = 30 * time.Second
 		return errHalt
 	}
@@ -59,7 +58,7 @@ func (r *SlurmClusterReconciler) keysFor(ctx context.Context, sc *slurmv1alpha1.
 		return k, fmt.Errorf("ssh host keys: %w", err)
 	}
 	if mo := sc.Spec.SlurmNodes.Accounting.MariadbOperator; sc.Spec.SlurmNodes.Accounting.Enabled && mo != nil && mo.Enabled {
-		if k.DatabasePassword, err = r.secretKey(ctx, sc, sc.DatabasePasswordSecretName(), accounting.PasswordKey, keys.Password); err != nil {
+		if k.DatabasePassword, err = r.secretKey(ctx, sc, sc.DatabasePasswordSecretName(), base.DatabasePasswordKey, keys.Password); err != nil {
 			return k, fmt.Errorf("database password: %w", err)
 		}
 	}

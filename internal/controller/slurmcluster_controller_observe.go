@@ -11,10 +11,8 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/gpu"
-	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
+	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
-	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
@@ -28,7 +26,7 @@ type observed struct {
 	// childrenUnknown is true when the children could not be read: their conditions keep what
 	// they said before.
 	childrenUnknown bool
-	// renderReason is the condition reason of renderErr ("RenderFailed" when empty).
+	// renderReason is the condition reason of renderErr (slurmv1alpha1.ReasonRenderFailed when empty).
 	renderReason string
 	gpu          gpu.Result
 	scaling      scaling
@@ -97,25 +95,25 @@ func (r *SlurmClusterReconciler) accountingDatabase(ctx context.Context, in *bas
 		field := "spec.slurmNodes.accounting.externalDB.passwordSecretKeyRef"
 		switch {
 		case err == nil && s.Labels[slurmv1alpha1.LabelAllowReference] != "true":
-			o.databaseReason = "DatabaseSecretNotAllowed"
+			o.databaseReason = slurmv1alpha1.ReasonDatabaseSecretNotAllowed
 			o.databaseErr = "Secret " + ref.Name + " (" + field + ") is not labelled " + slurmv1alpha1.LabelAllowReference + "=true: label it to let SlurmClusters read it"
 		case err != nil || len(s.Data[ref.Key]) == 0:
-			o.databaseReason = "DatabaseSecretMissing"
+			o.databaseReason = slurmv1alpha1.ReasonDatabaseSecretMissing
 			o.databaseErr = "cannot read key " + ref.Key + " of Secret " + ref.Name + " (" + field + ")"
 		default:
-			if bad := slurmconf.CheckValue(string(s.Data[ref.Key])); bad != nil {
-				o.databaseReason = "DatabasePasswordUnusable"
+			db, bad := render.Database(sc, s.Data[ref.Key])
+			if bad != nil {
+				o.databaseReason = slurmv1alpha1.ReasonDatabasePasswordUnusable
 				o.databaseErr = "the password in key " + ref.Key + " of Secret " + ref.Name + " (" + field + ") cannot go into slurmdbd.conf: " + bad.Error()
+				break
 			}
+			in.Database = db
 		}
-		if o.databaseErr != "" {
-			// No password: accounting is not rendered this time, and what exists stays.
-			return
-		}
-		in.Database = accounting.DatabaseFor(sc, s.Data[ref.Key])
+		// Without a password, accounting is not rendered this time, and what exists stays.
 		return
 	}
-	in.Database = accounting.DatabaseFor(sc, in.Keys.DatabasePassword)
+	// The generated password is plain letters and digits.
+	in.Database, _ = render.Database(sc, in.Keys.DatabasePassword)
 }
 
 // observeChildren reads the children whose state the status reports.
@@ -146,7 +144,7 @@ func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconci
 	}
 	if sc.Spec.PopulateJail != nil && sc.Spec.PopulateJail.Image != "" {
 		j := &batchv1.Job{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: jail.JobName(sc)}, j)
+		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.PopulateJailJobName()}, j)
 		if err != nil {
 			return err
 		}

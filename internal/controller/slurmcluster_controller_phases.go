@@ -155,7 +155,7 @@ func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcil
 // does not allow; the status names the field.
 func (r *SlurmClusterReconciler) checkPolicy(_ context.Context, s *reconcileScope) error {
 	if err := r.Policy.Check(s.desired); err != nil {
-		s.facts.renderErr, s.facts.renderReason = err, "PolicyViolation"
+		s.facts.renderErr, s.facts.renderReason = err, slurmv1alpha1.ReasonPolicyViolation
 		return errHalt
 	}
 	return nil

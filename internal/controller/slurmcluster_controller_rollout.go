@@ -55,7 +55,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 			current = append(current, p)
 		}
 	}
-	wasActive := meta.IsStatusConditionTrue(prev.Conditions, ConditionWorkersUpdating)
+	wasActive := meta.IsStatusConditionTrue(prev.Conditions, slurmv1alpha1.ConditionWorkersUpdating)
 	if len(outdated) == 0 && !wasActive {
 		return nil
 	}
@@ -95,7 +95,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	}
 	if len(outdated) == 0 {
 		if len(starting) > 0 {
-			o.rollout = rollout{active: true, reason: "ResumingNodes",
+			o.rollout = rollout{active: true, reason: slurmv1alpha1.ReasonResumingNodes,
 				message: "waiting for the replaced pods of " + strings.Join(starting, ", ") + " to be ready before returning them to service"}
 		}
 		return nil
@@ -106,7 +106,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 		outdatedNames = append(outdatedNames, slurmName(p))
 	}
 	if missing := slurm.Missing(nodes, outdatedNames); len(missing) > 0 {
-		o.rollout = rollout{active: true, reason: "SlurmAnswerIncomplete",
+		o.rollout = rollout{active: true, reason: slurmv1alpha1.ReasonSlurmAnswerIncomplete,
 			message: fmt.Sprintf("%d worker pods run an old template; none is replaced while slurmctld's answer lacks %s, which may run jobs", len(outdated), strings.Join(missing, ", "))}
 		return nil
 	}
@@ -162,7 +162,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	if len(waiting) > 0 {
 		msg += "; waiting for the jobs on " + strings.Join(waiting, ", ")
 	}
-	o.rollout = rollout{active: true, reason: "ReplacingPods", message: msg}
+	o.rollout = rollout{active: true, reason: slurmv1alpha1.ReasonReplacingPods, message: msg}
 	return nil
 }
 

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	rendercontroller "github.com/slurm-k8s/slurm-operator/internal/render/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
@@ -43,9 +43,9 @@ type scaling struct {
 // not account for the nodes, or no answer.
 func slurmErrorReason(err error) string {
 	if errors.Is(err, slurm.ErrIncompleteAnswer) {
-		return "SlurmAnswerIncomplete"
+		return slurmv1alpha1.ReasonSlurmAnswerIncomplete
 	}
-	return "SlurmUnreachable"
+	return slurmv1alpha1.ReasonSlurmUnreachable
 }
 
 // workerNames are the Slurm names of workers 0…n-1, as slurm.conf lists them.
@@ -61,11 +61,7 @@ func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key
 	if r.SlurmClient != nil {
 		return r.SlurmClient(sc, key)
 	}
-	domain := r.ClusterDomain
-	if domain == "" {
-		domain = base.DefaultClusterDomain
-	}
-	return slurm.NewClient(rendercontroller.RestdURL(sc, domain), key)
+	return slurm.NewClient(render.RestdURL(sc, r.ClusterDomain), key)
 }
 
 // planWorkers puts into the scope how many workers to render (see decideScaling).
@@ -104,7 +100,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 	}
 	o.slurmNodes, o.slurmReached = nodes, true
 	if missing := slurm.Missing(nodes, workerNames(current)); len(missing) > 0 {
-		closed.reason = "SlurmAnswerIncomplete"
+		closed.reason = slurmv1alpha1.ReasonSlurmAnswerIncomplete
 		closed.message = fmt.Sprintf("keeping %d workers: slurmctld's answer lacks %s, which slurm.conf lists; a node Slurm does not account for may run jobs", current, strings.Join(missing, ", "))
 		return closed, nil
 	}
@@ -120,7 +116,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		// admin's): it leaves once it runs nothing.
 		if !n.Has("DRAIN") && !n.Down() && !n.Has("FAIL") {
 			if err := api.Drain(ctx, name, slurmfacts.DrainScaleDown); err != nil {
-				closed.reason = "SlurmUnreachable"
+				closed.reason = slurmv1alpha1.ReasonSlurmUnreachable
 				closed.message = fmt.Sprintf("keeping %d workers: draining %s failed: %v", current, name, err)
 				return closed, nil
 			}
@@ -135,15 +131,15 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 	if len(waiting) > 0 {
 		if expired, since := graceExpired(sc, prev, now()); expired {
 			log.FromContext(ctx).Info("scale-down grace period over: removing workers that still run jobs", "nodes", waiting, "waited", since)
-			r.event(sc, "Warning", "ScaleDownGraceExpired", fmt.Sprintf("spec.slurmNodes.worker.scaleDownGracePeriodSeconds passed after %s: removing %s with their jobs", since.Round(time.Second), strings.Join(waiting, ", ")))
-			return scaling{replicas: want, active: true, reason: "GracePeriodExpired",
+			r.event(sc, corev1.EventTypeWarning, slurmv1alpha1.EventScaleDownGraceExpired, slurmv1alpha1.ConditionScalingDown, fmt.Sprintf("spec.slurmNodes.worker.scaleDownGracePeriodSeconds passed after %s: removing %s with their jobs", since.Round(time.Second), strings.Join(waiting, ", ")))
+			return scaling{replicas: want, active: true, reason: slurmv1alpha1.ReasonGracePeriodExpired,
 				message: fmt.Sprintf("scaling %d → %d: the grace period passed; removing %s with their jobs", current, want, strings.Join(waiting, ", "))}, nil
 		}
-		closed.reason = "WaitingForJobs"
+		closed.reason = slurmv1alpha1.ReasonWaitingForJobs
 		closed.message = fmt.Sprintf("scaling %d → %d: waiting for the jobs on %s to end (drained, no new jobs start there)", current, want, strings.Join(waiting, ", "))
 		return closed, nil
 	}
-	return scaling{replicas: want, active: true, reason: "RemovingNodes",
+	return scaling{replicas: want, active: true, reason: slurmv1alpha1.ReasonRemovingNodes,
 		message: fmt.Sprintf("scaling %d → %d: worker-%d…worker-%d are drained and idle; removing them", current, want, want, current-1)}, nil
 }
 
@@ -151,7 +147,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 // size again (the size went back up before they were removed). Only after a scale-down was in
 // progress, and only drains the operator set; errors wait for the next reconcile.
 func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, client SlurmAPI, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) {
-	if !meta.IsStatusConditionTrue(prev.Conditions, ConditionScalingDown) {
+	if !meta.IsStatusConditionTrue(prev.Conditions, slurmv1alpha1.ConditionScalingDown) {
 		return
 	}
 	nodes, err := client.Nodes(ctx)
@@ -181,17 +177,10 @@ var now = time.Now
 // True (its last transition), so no extra state is kept.
 func graceExpired(sc *slurmv1alpha1.SlurmCluster, prev *slurmv1alpha1.SlurmClusterStatus, t time.Time) (bool, time.Duration) {
 	grace := sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds
-	c := findCondition(prev, ConditionScalingDown)
-	if grace == nil || !meta.IsStatusConditionTrue(prev.Conditions, ConditionScalingDown) {
+	c := findCondition(prev, slurmv1alpha1.ConditionScalingDown)
+	if grace == nil || !meta.IsStatusConditionTrue(prev.Conditions, slurmv1alpha1.ConditionScalingDown) {
 		return false, 0
 	}
 	since := t.Sub(c.LastTransitionTime.Time)
 	return since >= time.Duration(*grace)*time.Second, since
-}
-
-// event records an event on the SlurmCluster, when the reconciler has a recorder.
-func (r *SlurmClusterReconciler) event(sc *slurmv1alpha1.SlurmCluster, eventType, reason, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(sc, nil, eventType, reason, "Reconcile", "%s", note)
-	}
 }

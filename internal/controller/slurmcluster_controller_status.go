@@ -18,20 +18,6 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
-// The condition types, from the API.
-const (
-	ConditionAvailable           = slurmv1alpha1.ConditionAvailable
-	ConditionControllerAvailable = slurmv1alpha1.ConditionControllerAvailable
-	ConditionWorkersAvailable    = slurmv1alpha1.ConditionWorkersAvailable
-	ConditionLoginAvailable      = slurmv1alpha1.ConditionLoginAvailable
-	ConditionAccountingAvailable = slurmv1alpha1.ConditionAccountingAvailable
-	ConditionJailPopulated       = slurmv1alpha1.ConditionJailPopulated
-	ConditionDegraded            = slurmv1alpha1.ConditionDegraded
-	ConditionGPUShape            = slurmv1alpha1.ConditionGPUShape
-	ConditionScalingDown         = slurmv1alpha1.ConditionScalingDown
-	ConditionWorkersUpdating     = slurmv1alpha1.ConditionWorkersUpdating
-)
-
 func findCondition(st *slurmv1alpha1.SlurmClusterStatus, t string) *metav1.Condition {
 	return meta.FindStatusCondition(st.Conditions, t)
 }
@@ -53,42 +39,42 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	ctlOK, ctlReason, ctlMsg := statefulSetCondition(o.controller, "slurmctld")
 	if o.childrenUnknown {
 		// Nothing was read this time: the children's conditions keep what they said.
-		ctlOK, ctlMsg = meta.IsStatusConditionTrue(st.Conditions, ConditionControllerAvailable), "the children could not be read"
+		ctlOK, ctlMsg = meta.IsStatusConditionTrue(st.Conditions, slurmv1alpha1.ConditionControllerAvailable), "the children could not be read"
 	} else {
-		set(ConditionControllerAvailable, ctlOK, ctlReason, ctlMsg)
+		set(slurmv1alpha1.ConditionControllerAvailable, ctlOK, ctlReason, ctlMsg)
 		wOK, wReason, wMsg := statefulSetCondition(o.worker, "worker")
-		set(ConditionWorkersAvailable, wOK, wReason, wMsg)
+		set(slurmv1alpha1.ConditionWorkersAvailable, wOK, wReason, wMsg)
 		lOK, lReason, lMsg := statefulSetCondition(o.login, "login")
-		set(ConditionLoginAvailable, lOK, lReason, lMsg)
+		set(slurmv1alpha1.ConditionLoginAvailable, lOK, lReason, lMsg)
 	}
 
 	switch {
 	case o.childrenUnknown && nodes.Accounting.Enabled && o.databaseErr == "":
 	case !nodes.Accounting.Enabled:
-		set(ConditionAccountingAvailable, true, "Disabled", "accounting is not enabled (spec.slurmNodes.accounting.enabled)")
+		set(slurmv1alpha1.ConditionAccountingAvailable, true, slurmv1alpha1.ReasonDisabled, "accounting is not enabled (spec.slurmNodes.accounting.enabled)")
 	case o.databaseErr != "":
-		set(ConditionAccountingAvailable, false, o.databaseReason, o.databaseErr)
+		set(slurmv1alpha1.ConditionAccountingAvailable, false, o.databaseReason, o.databaseErr)
 	case nodes.Accounting.MariadbOperator != nil && nodes.Accounting.MariadbOperator.Enabled && !o.mariaDBAPI:
-		set(ConditionAccountingAvailable, false, "MariaDBOperatorMissing", "the k8s.mariadb.com API is not served: install mariadb-operator, or use spec.slurmNodes.accounting.externalDB")
+		set(slurmv1alpha1.ConditionAccountingAvailable, false, slurmv1alpha1.ReasonMariaDBOperatorMissing, "the k8s.mariadb.com API is not served: install mariadb-operator, or use spec.slurmNodes.accounting.externalDB")
 	default:
 		ok, reason, msg := statefulSetCondition(o.accounting, "slurmdbd")
-		set(ConditionAccountingAvailable, ok, reason, msg)
+		set(slurmv1alpha1.ConditionAccountingAvailable, ok, reason, msg)
 	}
 
 	switch {
 	case o.childrenUnknown && sc.Spec.PopulateJail != nil && sc.Spec.PopulateJail.Image != "":
 	case sc.Spec.PopulateJail == nil || sc.Spec.PopulateJail.Image == "":
-		set(ConditionJailPopulated, true, "NotManaged", "spec.populateJail is unset: the jail volume is used as it is")
+		set(slurmv1alpha1.ConditionJailPopulated, true, slurmv1alpha1.ReasonNotManaged, "spec.populateJail is unset: the jail volume is used as it is")
 	case o.jailHeld != "":
-		set(ConditionJailPopulated, false, reasonOverwriteWaiting, o.jailHeld)
+		set(slurmv1alpha1.ConditionJailPopulated, false, slurmv1alpha1.ReasonOverwriteWaiting, o.jailHeld)
 	case o.populateJob == nil:
-		set(ConditionJailPopulated, false, "JobPending", "the populate Job has not been created yet")
+		set(slurmv1alpha1.ConditionJailPopulated, false, slurmv1alpha1.ReasonJobPending, "the populate Job has not been created yet")
 	case jobSucceeded(o.populateJob):
-		set(ConditionJailPopulated, true, "Populated", "the populate Job completed")
+		set(slurmv1alpha1.ConditionJailPopulated, true, slurmv1alpha1.ReasonPopulated, "the populate Job completed")
 	case jobFinished(o.populateJob):
-		set(ConditionJailPopulated, false, "JobFailed", "the populate Job failed: kubectl logs job/"+o.populateJob.Name)
+		set(slurmv1alpha1.ConditionJailPopulated, false, slurmv1alpha1.ReasonJobFailed, "the populate Job failed: kubectl logs job/"+o.populateJob.Name)
 	default:
-		set(ConditionJailPopulated, false, "Populating", "the populate Job is running")
+		set(slurmv1alpha1.ConditionJailPopulated, false, slurmv1alpha1.ReasonPopulating, "the populate Job is running")
 	}
 
 	// Degraded names what went wrong, the most fundamental first: its reason is the first's.
@@ -96,40 +82,40 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	add := func(reason, msg string) { reasons, problems = append(reasons, reason), append(problems, msg) }
 	renderReason := o.renderReason
 	if renderReason == "" {
-		renderReason = "RenderFailed"
+		renderReason = slurmv1alpha1.ReasonRenderFailed
 	}
 	if o.renderErr != nil {
 		add(renderReason, o.renderErr.Error())
 	}
 	if o.phaseErr != nil {
-		add("ReconcileFailed", o.phaseErr.Error())
+		add(slurmv1alpha1.ReasonReconcileFailed, o.phaseErr.Error())
 	}
 	if len(o.applyErrs) > 0 {
-		add("ApplyFailed", "the API server refused "+strings.Join(o.applyErrs, "; "))
+		add(slurmv1alpha1.ReasonApplyFailed, "the API server refused "+strings.Join(o.applyErrs, "; "))
 	}
 	if nodes.Exporter.Enabled && !o.serviceMonitorAPI && o.renderErr == nil && o.phaseErr == nil {
-		add("OptionalAPIMissing", "no ServiceMonitor: the monitoring.coreos.com API is not served")
+		add(slurmv1alpha1.ReasonOptionalAPIMissing, "no ServiceMonitor: the monitoring.coreos.com API is not served")
 	}
 	if len(problems) > 0 {
-		set(ConditionDegraded, true, reasons[0], strings.Join(problems, "; "))
+		set(slurmv1alpha1.ConditionDegraded, true, reasons[0], strings.Join(problems, "; "))
 	} else {
-		set(ConditionDegraded, false, "AsExpected", "")
+		set(slurmv1alpha1.ConditionDegraded, false, slurmv1alpha1.ReasonAsExpected, "")
 	}
 
-	jailOK := meta.IsStatusConditionTrue(st.Conditions, ConditionJailPopulated)
+	jailOK := meta.IsStatusConditionTrue(st.Conditions, slurmv1alpha1.ConditionJailPopulated)
 	switch {
 	case o.renderErr != nil:
-		set(ConditionAvailable, false, renderReason, o.renderErr.Error())
+		set(slurmv1alpha1.ConditionAvailable, false, renderReason, o.renderErr.Error())
 	case o.childrenUnknown:
 		// Keeps what it said.
 	case !ctlOK:
-		set(ConditionAvailable, false, "ControllerUnavailable", ctlMsg)
+		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonControllerUnavailable, ctlMsg)
 	case !jailOK:
-		set(ConditionAvailable, false, "JailNotPopulated", "waiting for the jail to be populated")
+		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonJailNotPopulated, "waiting for the jail to be populated")
 	case o.worker == nil || o.worker.Status.ReadyReplicas == 0 && nodes.Worker.Size > 0:
-		set(ConditionAvailable, false, "NoWorkerReady", "no worker is ready yet")
+		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonNoWorkerReady, "no worker is ready yet")
 	default:
-		set(ConditionAvailable, true, "ClusterReady", "slurmctld is up and workers are ready")
+		set(slurmv1alpha1.ConditionAvailable, true, slurmv1alpha1.ReasonClusterReady, "slurmctld is up and workers are ready")
 	}
 
 	st.Workers.Desired = nodes.Worker.Size
@@ -146,7 +132,7 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		st.LoginEndpoint = loginEndpoint(o.loginService)
 	}
 	if o.gpu.Reason != "" { // else the nodes could not be read
-		set(ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
+		set(slurmv1alpha1.ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
 	}
 	// A reconcile that stopped before deciding keeps what these said: the scale-down's grace
 	// period runs from ScalingDown's last transition, and a cancelled scale-down or a finished
@@ -154,16 +140,16 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	switch {
 	case !o.scalingDecided:
 	case o.scaling.active:
-		set(ConditionScalingDown, true, o.scaling.reason, o.scaling.message)
-	case meta.FindStatusCondition(st.Conditions, ConditionScalingDown) != nil:
-		set(ConditionScalingDown, false, "Done", "no scale-down in progress")
+		set(slurmv1alpha1.ConditionScalingDown, true, o.scaling.reason, o.scaling.message)
+	case meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionScalingDown) != nil:
+		set(slurmv1alpha1.ConditionScalingDown, false, slurmv1alpha1.ReasonDone, "no scale-down in progress")
 	}
 	switch {
 	case !o.rolloutDecided:
 	case o.rollout.active:
-		set(ConditionWorkersUpdating, true, o.rollout.reason, o.rollout.message)
-	case meta.FindStatusCondition(st.Conditions, ConditionWorkersUpdating) != nil:
-		set(ConditionWorkersUpdating, false, "AllUpToDate", "every worker pod runs the current template")
+		set(slurmv1alpha1.ConditionWorkersUpdating, true, o.rollout.reason, o.rollout.message)
+	case meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionWorkersUpdating) != nil:
+		set(slurmv1alpha1.ConditionWorkersUpdating, false, slurmv1alpha1.ReasonAllUpToDate, "every worker pod runs the current template")
 	}
 	if o.slurmReached {
 		c := slurm.Count(o.slurmNodes)
@@ -185,7 +171,7 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 
 func statefulSetCondition(s *appsv1.StatefulSet, what string) (bool, string, string) {
 	if s == nil {
-		return false, "NotCreated", what + " StatefulSet does not exist yet"
+		return false, slurmv1alpha1.ReasonNotCreated, what + " StatefulSet does not exist yet"
 	}
 	want := int32(1)
 	if s.Spec.Replicas != nil {
@@ -193,12 +179,12 @@ func statefulSetCondition(s *appsv1.StatefulSet, what string) (bool, string, str
 	}
 	msg := fmt.Sprintf("%d/%d %s pods ready", s.Status.ReadyReplicas, want, what)
 	if statefulSetReady(s) {
-		return true, "AllReady", msg
+		return true, slurmv1alpha1.ReasonAllReady, msg
 	}
 	if s.Status.ReadyReplicas > 0 {
-		return false, "PartiallyReady", msg
+		return false, slurmv1alpha1.ReasonPartiallyReady, msg
 	}
-	return false, "NotReady", msg
+	return false, slurmv1alpha1.ReasonNotReady, msg
 }
 
 func loginEndpoint(svc *corev1.Service) string {
@@ -226,22 +212,7 @@ func (r *SlurmClusterReconciler) updateStatus(ctx context.Context, sc *slurmv1al
 	if equality.Semantic.DeepEqual(next, sc.Status) {
 		return nil
 	}
-	for _, c := range next.Conditions {
-		old := meta.FindStatusCondition(sc.Status.Conditions, c.Type)
-		if old != nil && old.Status == c.Status {
-			continue
-		}
-		if c.Type == ConditionDegraded && c.Status == metav1.ConditionFalse && old == nil {
-			continue
-		}
-		eventType := corev1.EventTypeNormal
-		if (c.Type == ConditionDegraded) == (c.Status == metav1.ConditionTrue) {
-			eventType = corev1.EventTypeWarning
-		}
-		if r.Recorder != nil {
-			r.Recorder.Eventf(sc, nil, eventType, c.Reason, "Reconcile", "%s is %s: %s", c.Type, c.Status, c.Message)
-		}
-	}
+	r.conditionEvents(sc, sc.Status.Conditions, next.Conditions)
 	patch := client.MergeFrom(sc.DeepCopy())
 	sc.Status = next
 	return r.Status().Patch(ctx, sc, patch)

@@ -22,7 +22,6 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
-	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 )
 
 func key(ns, name string) types.NamespacedName {
@@ -104,7 +103,7 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "fpt-hpc-accounting").Spec.Template.Annotations).To(HaveKey("slurm.hpc.dev/restart-hash"))
 		Expect(get(ctx, &appsv1.Deployment{}, ns, "fpt-hpc-exporter").Spec.Template.Spec.Containers).To(HaveLen(1))
 		job := &batchv1.Job{}
-		Eventually(func() error { return k8sClient.Get(ctx, key(ns, jail.JobName(sc)), job) }).WithTimeout(timeout).Should(Succeed())
+		Eventually(func() error { return k8sClient.Get(ctx, key(ns, sc.PopulateJailJobName()), job) }).WithTimeout(timeout).Should(Succeed())
 		Expect(ownedBy(job, sc)).To(BeTrue())
 
 		Expect(slurmConf(ctx, ns, "fpt-hpc")).To(ContainSubstring("NodeName=worker-[0-7] NodeAddr=fpt-hpc-worker-[0-7]"))
@@ -245,7 +244,7 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 	It("runs the populate Job once, and again only when overwrite is asked for", func(ctx SpecContext) {
 		sc := applySample(ctx, ns, "jail")
 		Expect(k8sClient.Get(ctx, key(ns, "jail"), sc)).To(Succeed())
-		first := get(ctx, &batchv1.Job{}, ns, jail.JobName(sc))
+		first := get(ctx, &batchv1.Job{}, ns, sc.PopulateJailJobName())
 		Expect(first.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "OVERWRITE", Value: "false"}))
 
 		By("marking the Job complete, as the Job controller would")
@@ -284,8 +283,8 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 		// jail_overwrite_test.go follows it to the new Job.
 		eventuallyCondition(ctx, ns, "jail", "JailPopulated", "OverwriteWaiting", "9 worker and 0 login pods")
 		Expect(k8sClient.Get(ctx, key(ns, "jail"), sc)).To(Succeed())
-		Expect(jail.JobName(sc)).NotTo(Equal(first.Name))
-		Expect(k8sClient.Get(ctx, key(ns, jail.JobName(sc)), &batchv1.Job{})).NotTo(Succeed())
+		Expect(sc.PopulateJailJobName()).NotTo(Equal(first.Name))
+		Expect(k8sClient.Get(ctx, key(ns, sc.PopulateJailJobName()), &batchv1.Job{})).NotTo(Succeed())
 	})
 
 	It("keeps two clusters in one namespace apart", func(ctx SpecContext) {

@@ -17,7 +17,6 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/policy"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 )
 
 // currentStatus reads the cluster and checks that its status speaks of its current generation.
@@ -74,7 +73,7 @@ var _ = Describe("the status on every path", func() {
 	It("leaves a populate Job as it was made when its template would change", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		sc := applySample(ctx, ns, "job")
-		job := get(ctx, &batchv1.Job{}, ns, jail.JobName(base.WithDefaults(sc)))
+		job := get(ctx, &batchv1.Job{}, ns, base.WithDefaults(sc).PopulateJailJobName())
 		updateSpec(ctx, ns, "job", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.Images.PullPolicy = string(corev1.PullAlways) })
 		Eventually(func(g Gomega) {
 			w := &appsv1.StatefulSet{}

@@ -37,7 +37,7 @@ func TestComputeStatus(t *testing.T) {
 	ready := func() *observed {
 		return &observed{
 			controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1), scalingDecided: true, rolloutDecided: true,
-			gpu:          gpu.Result{GPU: base.GPU{Count: 8, Type: "h100"}, Product: "NVIDIA-H100-80GB-HBM3", Source: "NodeLabels", Consistent: true, Reason: gpu.ReasonFromNodeLabels},
+			gpu:          gpu.Result{GPU: base.GPU{Count: 8, Type: "h100"}, Product: "NVIDIA-H100-80GB-HBM3", Source: "NodeLabels", Consistent: true, Reason: slurmv1alpha1.ReasonFromNodeLabels},
 			loginService: &corev1.Service{Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}}}}},
 		}
 	}
@@ -74,7 +74,7 @@ func TestComputeStatus(t *testing.T) {
 				if st.ObservedGeneration != 3 {
 					t.Errorf("observedGeneration %d, want 3", st.ObservedGeneration)
 				}
-				if c := meta.FindStatusCondition(st.Conditions, ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "RenderFailed" {
+				if c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "RenderFailed" {
 					t.Errorf("Degraded not set: %+v", c)
 				}
 			}},
@@ -83,7 +83,7 @@ func TestComputeStatus(t *testing.T) {
 				o.applyErrs = []string{"ConfigMap demo-root-authorized-keys: ConfigMap \"demo-root-authorized-keys\" is invalid: []: Too long: must have at most 1048576 bytes"}
 			},
 			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
-				c := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
+				c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionDegraded)
 				if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "ApplyFailed" || !strings.Contains(c.Message, "ConfigMap demo-root-authorized-keys: ") {
 					t.Errorf("Degraded: %+v", c)
 				}
@@ -96,11 +96,11 @@ func TestComputeStatus(t *testing.T) {
 				*o = observed{childrenUnknown: true, phaseErr: errString("find the GPU shape: the server is currently unable to handle the request")}
 			},
 			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
-				c := meta.FindStatusCondition(st.Conditions, ConditionDegraded)
+				c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionDegraded)
 				if c == nil || c.Reason != "ReconcileFailed" || !strings.Contains(c.Message, "find the GPU shape: ") {
 					t.Errorf("Degraded: %+v", c)
 				}
-				if !meta.IsStatusConditionTrue(st.Conditions, ConditionWorkersAvailable) || st.Workers.Ready != 2 || st.GPU == nil || st.GPU.PerWorker != 8 {
+				if !meta.IsStatusConditionTrue(st.Conditions, slurmv1alpha1.ConditionWorkersAvailable) || st.Workers.Ready != 2 || st.GPU == nil || st.GPU.PerWorker != 8 {
 					t.Errorf("what was known before was lost: %+v", st)
 				}
 			}},
@@ -119,7 +119,7 @@ func TestComputeStatus(t *testing.T) {
 				o.scaling = scaling{active: true, reason: "WaitingForJobs", message: "waiting for worker-1"}
 			},
 			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
-				if c := meta.FindStatusCondition(st.Conditions, ConditionScalingDown); c == nil || c.Reason != "WaitingForJobs" || c.Status != metav1.ConditionTrue {
+				if c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionScalingDown); c == nil || c.Reason != "WaitingForJobs" || c.Status != metav1.ConditionTrue {
 					t.Errorf("ScalingDown: %+v", c)
 				}
 			}},
@@ -132,7 +132,7 @@ func TestComputeStatus(t *testing.T) {
 			// Each case follows a reconcile that found everything ready.
 			prev := computeStatus(statusCluster(), slurmv1alpha1.SlurmClusterStatus{}, ready())
 			st := computeStatus(sc, prev, o)
-			c := meta.FindStatusCondition(st.Conditions, ConditionAvailable)
+			c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionAvailable)
 			if c == nil || c.Status != tc.wantAvail || c.Reason != tc.wantReason {
 				t.Fatalf("Available = %+v, want %s/%s", c, tc.wantAvail, tc.wantReason)
 			}
@@ -150,7 +150,7 @@ func TestComputeStatus(t *testing.T) {
 
 func TestAnUnchangedObservationGivesAnEqualStatus(t *testing.T) {
 	sc := statusCluster()
-	o := &observed{controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1), gpu: gpu.Result{Consistent: true, Reason: gpu.ReasonFromSpec}}
+	o := &observed{controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1), gpu: gpu.Result{Consistent: true, Reason: slurmv1alpha1.ReasonFromSpec}}
 	first := computeStatus(sc, slurmv1alpha1.SlurmClusterStatus{}, o)
 	second := computeStatus(sc, first, o)
 	for i := range first.Conditions {
@@ -175,7 +175,7 @@ func TestAStoppedReconcileKeepsScalingAndUpdating(t *testing.T) {
 	prev := computeStatus(sc, slurmv1alpha1.SlurmClusterStatus{}, waiting)
 	stopped := &observed{childrenUnknown: true, phaseErr: errString("ensure keys: the server is currently unable to handle the request")}
 	st := computeStatus(sc, prev, stopped)
-	for _, c := range []string{ConditionScalingDown, ConditionWorkersUpdating} {
+	for _, c := range []string{slurmv1alpha1.ConditionScalingDown, slurmv1alpha1.ConditionWorkersUpdating} {
 		if !meta.IsStatusConditionTrue(st.Conditions, c) {
 			t.Errorf("%s lost its True: %+v", c, meta.FindStatusCondition(st.Conditions, c))
 		}

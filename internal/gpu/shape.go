@@ -14,14 +14,6 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
-// Reasons of the GPUShape condition.
-const (
-	ReasonFromSpec       = "FromSpec"
-	ReasonFromNodeLabels = "FromNodeLabels"
-	ReasonNodesDisagree  = "NodesDisagree"
-	ReasonNoGPUNodes     = "NoGPUNodes"
-)
-
 // Result is the GPU shape of each worker and how it was found.
 type Result struct {
 	GPU base.GPU
@@ -92,17 +84,17 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 	explicit := sc.Spec.SlurmNodes.Worker.GPU
 	if len(keys) == 0 {
 		if explicit != nil && *explicit > 0 {
-			return Result{GPU: base.GPU{Count: *explicit}, Source: "Spec", Consistent: true, Reason: ReasonFromSpec,
+			return Result{GPU: base.GPU{Count: *explicit}, Source: "Spec", Consistent: true, Reason: slurmv1alpha1.ReasonFromSpec,
 				Message: fmt.Sprintf("spec.slurmNodes.worker.gpu is %d; no matching node has GPU Operator labels, so the gres is untyped", *explicit)}
 		}
 		if explicit != nil {
-			return Result{Consistent: true, Reason: ReasonFromSpec, Message: "spec.slurmNodes.worker.gpu is 0: CPU-only workers"}
+			return Result{Consistent: true, Reason: slurmv1alpha1.ReasonFromSpec, Message: "spec.slurmNodes.worker.gpu is 0: CPU-only workers"}
 		}
-		return Result{Consistent: false, Reason: ReasonNoGPUNodes,
+		return Result{Consistent: false, Reason: slurmv1alpha1.ReasonNoGPUNodes,
 			Message: fmt.Sprintf("none of the %d nodes the worker filter selects has %s=true: workers are CPU-only (no gres)", len(matching), LabelPresent)}
 	}
 	major := shapes[keys[0]]
-	res := Result{Product: major.product, Source: "NodeLabels", Consistent: true, Reason: ReasonFromNodeLabels}
+	res := Result{Product: major.product, Source: "NodeLabels", Consistent: true, Reason: slurmv1alpha1.ReasonFromNodeLabels}
 	res.GPU = base.GPU{Count: major.count, Type: GresType(major.product), MIG: major.mig}
 	if len(major.mig) > 0 {
 		res.GPU.Count, res.GPU.Type = 0, ""
@@ -113,7 +105,7 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 	// instead of adding the pin and replacing every worker (and again when the node recovers).
 	res.GPU.RequireLabels = requireLabels(major)
 	if explicit != nil {
-		res.GPU.Count, res.GPU.MIG, res.Source, res.Reason = *explicit, nil, "Spec", ReasonFromSpec
+		res.GPU.Count, res.GPU.MIG, res.Source, res.Reason = *explicit, nil, "Spec", slurmv1alpha1.ReasonFromSpec
 		res.Message = fmt.Sprintf("spec.slurmNodes.worker.gpu is %d; type %q from the node labels", *explicit, res.GPU.Type)
 		if *explicit == 0 {
 			res.GPU.Type = ""
@@ -125,7 +117,7 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 			others = append(others, fmt.Sprintf("%s (%s)", strings.Join(groups[k], ", "), shapes[k].describe()))
 		}
 		res.Consistent = false
-		res.Reason = ReasonNodesDisagree
+		res.Reason = slurmv1alpha1.ReasonNodesDisagree
 		res.Message = fmt.Sprintf("nodes disagree: using the majority shape %s on %d nodes and keeping workers off %s",
 			major.describe(), len(groups[keys[0]]), strings.Join(others, "; "))
 	}

@@ -113,7 +113,7 @@ func TestTheMajorityShapeWinsAndMismatchedNodesAreNamed(t *testing.T) {
 	sc := cluster(t, nil)
 	all := append(nodes(3, "NVIDIA-H100-80GB-HBM3", 8, nil), nodes(1, "NVIDIA-A100-SXM4-40GB", 4, nil)...)
 	res := gpu.Find(sc, all)
-	if res.Consistent || res.Reason != gpu.ReasonNodesDisagree {
+	if res.Consistent || res.Reason != slurmv1alpha1.ReasonNodesDisagree {
 		t.Fatalf("want NodesDisagree, got %+v", res)
 	}
 	if res.GPU.Count != 8 || res.GPU.Type != "h100" {

@@ -12,11 +12,11 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/render/exporter"
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 	"github.com/slurm-k8s/slurm-operator/internal/render/login"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmctld"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 )
 
@@ -44,11 +44,11 @@ func All(in base.Input) ([]Part, error) {
 		shared.SlurmConfigMap(in),
 	}}}
 
-	ctl, err := controller.StatefulSet(in)
+	ctl, err := slurmctld.StatefulSet(in)
 	if err != nil {
 		return nil, fmt.Errorf("render controller statefulset: %w", err)
 	}
-	parts = append(parts, Part{Component: slurmv1alpha1.ComponentController, Objects: []client.Object{controller.Service(in), ctl}})
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentController, Objects: []client.Object{slurmctld.Service(in), ctl}})
 
 	wrk, err := worker.StatefulSet(in)
 	if err != nil {

@@ -22,8 +22,6 @@ const (
 	DatabaseName = "slurm_acct_db"
 	// DatabaseUser is the MariaDB account slurmdbd connects as (not a Unix user).
 	DatabaseUser = "slurm"
-	// PasswordKey is the key of the password in the generated password Secret.
-	PasswordKey = "password"
 )
 
 const volumeDBDConf = "slurmdbd-conf"
@@ -100,7 +98,7 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: 1, Pod: pod,
-		PodAnnotations: map[string]string{base.AnnotationRestartHash: base.RestartHash([]byte(slurmconf.SlurmdbdConfig(in)))},
+		PodAnnotations: map[string]string{base.AnnotationRestartHash: slurmv1alpha1.ShortHash([]byte(slurmconf.SlurmdbdConfig(in)))},
 	})
 }
 
@@ -111,6 +109,6 @@ func PasswordSecret(in base.Input) *corev1.Secret {
 		TypeMeta:   base.TypeMeta("v1", "Secret"),
 		ObjectMeta: base.ObjectMeta(sc, sc.DatabasePasswordSecretName(), comp),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{PasswordKey: in.Keys.DatabasePassword},
+		Data:       map[string][]byte{base.DatabasePasswordKey: in.Keys.DatabasePassword},
 	}
 }

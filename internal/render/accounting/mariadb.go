@@ -19,7 +19,7 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 	ref := map[string]any{"name": name}
 
 	mariadbSpec := map[string]any{
-		"rootPasswordSecretKeyRef": map[string]any{"name": name + "-root", "key": "password", "generate": true},
+		"rootPasswordSecretKeyRef": map[string]any{"name": sc.MariaDBRootPasswordSecretName(), "key": "password", "generate": true},
 		"port":                     int64(slurmfacts.MariaDBPort),
 		"myCnf":                    "[mariadb]\ninnodb_buffer_pool_size=1024M\ninnodb_lock_wait_timeout=900\nmax_allowed_packet=256M\n",
 	}
@@ -66,15 +66,15 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 	}
 	return []*unstructured.Unstructured{
 		obj("MariaDB", name, mariadbSpec),
-		obj("Database", name+"-acct-db", map[string]any{
+		obj("Database", sc.MariaDBDatabaseObjectName(), map[string]any{
 			"mariaDbRef": ref, "name": DatabaseName, "characterSet": "utf8mb4", "collate": "utf8mb4_unicode_ci",
 		}),
-		obj("User", name+"-slurm", map[string]any{
+		obj("User", sc.MariaDBUserObjectName(), map[string]any{
 			"mariaDbRef": ref, "name": DatabaseUser, "host": "%",
-			"passwordSecretKeyRef": map[string]any{"name": sc.DatabasePasswordSecretName(), "key": PasswordKey},
+			"passwordSecretKeyRef": map[string]any{"name": sc.DatabasePasswordSecretName(), "key": base.DatabasePasswordKey},
 			"maxUserConnections":   int64(100),
 		}),
-		obj("Grant", name+"-slurm", map[string]any{
+		obj("Grant", sc.MariaDBUserObjectName(), map[string]any{
 			"mariaDbRef": ref, "username": DatabaseUser, "host": "%",
 			"privileges": []any{"ALL PRIVILEGES"}, "database": DatabaseName, "table": "*",
 		}),

@@ -24,6 +24,8 @@ const (
 	SecretsDir = PodFilesDir + "/secrets"
 	// MungeKeySecretDir is where the munge key Secret is mounted.
 	MungeKeySecretDir = SecretsDir + "/munge"
+	// DatabasePasswordKey is the key of the password in the generated database password Secret.
+	DatabasePasswordKey = "password"
 	// JWTKeySecretDir is where the JWT key Secret is mounted.
 	JWTKeySecretDir = SecretsDir + "/jwt"
 	// SubMountsDir holds one directory per jail sub-mount.

@@ -1,9 +1,6 @@
 package base
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
 
@@ -19,6 +16,10 @@ const (
 	// AnnotationRestartHash on a pod template is a hash of the inputs that need a restart to
 	// take effect and are not already part of the template (for example slurmdbd.conf).
 	AnnotationRestartHash = "slurm.hpc.dev/restart-hash"
+
+	// LabelBusy marks a worker pod whose Slurm node runs jobs. The operator sets it from Slurm's
+	// node states; the busy PodDisruptionBudget selects on it.
+	LabelBusy = "slurm.hpc.dev/busy"
 
 	// ManagedBy is the value of LabelManagedBy, and the server-side apply field owner.
 	ManagedBy = "slurm-operator"
@@ -44,20 +45,4 @@ func SelectorLabels(sc *slurmv1alpha1.SlurmCluster, comp slurmv1alpha1.Component
 // ClusterLabels select every object of a cluster.
 func ClusterLabels(sc *slurmv1alpha1.SlurmCluster) map[string]string {
 	return map[string]string{LabelName: "slurm", LabelInstance: sc.Name}
-}
-
-// RestartHash is a short, stable hash of the given inputs.
-func RestartHash(parts ...[]byte) string {
-	h := sha256.New()
-	for _, p := range parts {
-		// Length-prefix each part so that ("ab","c") and ("a","bc") differ.
-		var n [8]byte
-		l := len(p)
-		for i := range n {
-			n[i] = byte(l >> (8 * i))
-		}
-		h.Write(n[:])
-		h.Write(p)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -173,7 +173,7 @@ func JailVolumes(sc *slurmv1alpha1.SlurmCluster, jail slurmv1alpha1.JailVolume, 
 	mounts := []corev1.VolumeMount{{Name: VolumeJail, MountPath: JailDir}}
 	var binds []JailBind
 	for _, m := range subMounts {
-		name := "jail-submount-" + m.Name
+		name := slurmv1alpha1.SubMountVolumeName(m.Name)
 		v, err := VolumeSourceVolume(sc, m.VolumeSourceName, name)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("jail sub-mount %q: %w", m.Name, err)

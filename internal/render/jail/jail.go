@@ -45,7 +45,7 @@ func Job(in base.Input) (*batchv1.Job, error) {
 				{Name: "JAIL", Value: base.JailDir},
 				{Name: "MARKER", Value: slurmfacts.JailMarkerFile},
 				{Name: "OVERWRITE", Value: strconv.FormatBool(pj.Overwrite)},
-				{Name: "REQUEST", Value: JobName(sc)},
+				{Name: "REQUEST", Value: sc.PopulateJailJobName()},
 			},
 			VolumeMounts: []corev1.VolumeMount{{Name: base.VolumeJail, MountPath: base.JailDir}},
 		})},
@@ -53,7 +53,7 @@ func Job(in base.Input) (*batchv1.Job, error) {
 	}
 	base.Scheduling(sc, pj.K8sNodeFilterName, &pod)
 	base.Harden(&pod)
-	meta := base.ObjectMeta(sc, JobName(sc), slurmv1alpha1.ComponentJail)
+	meta := base.ObjectMeta(sc, sc.PopulateJailJobName(), slurmv1alpha1.ComponentJail)
 	return &batchv1.Job{
 		TypeMeta:   base.TypeMeta("batch/v1", "Job"),
 		ObjectMeta: meta,
@@ -65,10 +65,4 @@ func Job(in base.Input) (*batchv1.Job, error) {
 			},
 		},
 	}, nil
-}
-
-// JobName is the populate Job's name for the current request.
-func JobName(sc *slurmv1alpha1.SlurmCluster) string {
-	pj := sc.Spec.PopulateJail
-	return sc.PopulateJailJobName() + "-" + base.RestartHash([]byte(pj.Image), []byte(strconv.FormatBool(pj.Overwrite)))[:8]
 }

@@ -261,21 +261,17 @@ func SSHDArgs(port int32) []string {
 	}
 }
 
-// LabelBusy marks a worker pod whose Slurm node runs jobs. The operator sets it from Slurm's
-// node states; the busy PodDisruptionBudget selects on it.
-const LabelBusy = "slurm.hpc.dev/busy"
-
 // BusyPodDisruptionBudget refuses every voluntary eviction (kubectl drain, the cluster
 // autoscaler, node upgrades) of a worker pod while its node runs jobs. Idle workers can be
 // evicted freely.
 func BusyPodDisruptionBudget(in base.Input) *policyv1.PodDisruptionBudget {
 	sc := in.Cluster
 	sel := base.SelectorLabels(sc, comp)
-	sel[LabelBusy] = "true"
+	sel[base.LabelBusy] = "true"
 	zero := intstr.FromInt32(0)
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   base.TypeMeta("policy/v1", "PodDisruptionBudget"),
-		ObjectMeta: base.ObjectMeta(sc, sc.ComponentName(comp)+"-busy", comp),
+		ObjectMeta: base.ObjectMeta(sc, sc.BusyPodDisruptionBudgetName(), comp),
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: &zero,
 			Selector:       &metav1.LabelSelector{MatchLabels: sel},

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slurm-k8s/slurm-operator/internal/render/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmctld"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
@@ -23,7 +23,7 @@ func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, key [
 	if _, err := c.Exec(ctx, host, "sh", "-c", "mkdir -p /shared/restd && chmod 1777 /shared/restd"); err != nil {
 		return nil, err
 	}
-	args := controller.RestdArgs()
+	args := slurmctld.RestdArgs()
 	argv := append([]string{"/usr/bin/env", "SLURM_JWT=daemon", "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"}, args[:len(args)-1]...)
 	argv = append(argv, "unix:/shared/restd/slurmrestd.sock")
 	if err := c.StartDaemon(host, "slurmrestd", argv...); err != nil {
@@ -46,7 +46,7 @@ func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, key [
 // StartReconfigureSidecar runs the controller pod's reconfigure script on host, and returns
 // once it has taken its first look at the files (changes from then on are noticed).
 func StartReconfigureSidecar(ctx context.Context, c *slurmharness.Cluster, host string) error {
-	if err := c.StartDaemon(host, "reconfigure", "/bin/sh", "-c", controller.ReconfigureScript); err != nil {
+	if err := c.StartDaemon(host, "reconfigure", "/bin/sh", "-c", slurmctld.ReconfigureScript); err != nil {
 		return err
 	}
 	return c.WaitFor(ctx, "the reconfigure sidecar watches", func() (bool, error) {

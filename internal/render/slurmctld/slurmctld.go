@@ -1,6 +1,6 @@
-// Package controller renders slurmctld: a StatefulSet (one pod, or two with a backup
+// Package slurmctld renders slurmctld: a StatefulSet (one pod, or two with a backup
 // slurmctld) and its headless Service.
-package controller
+package slurmctld
 
 import (
 	"fmt"
