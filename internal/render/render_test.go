@@ -167,7 +167,11 @@ func TestTheRenderedWorkerCountIsAnInput(t *testing.T) {
 // whether it came through the API server (schema defaults applied) or not (in-memory defaults
 // alone), for every sample.
 func TestInMemoryDefaultsAgreeWithTheCRD(t *testing.T) {
-	for _, name := range samples {
+	all, err := fixtures.SampleNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range all {
 		t.Run(name, func(t *testing.T) {
 			raw, err := fixtures.Sample(name)
 			if err != nil {

@@ -13,8 +13,8 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/keys"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	renderlogin "github.com/slurm-k8s/slurm-operator/internal/render/login"
-	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
 
@@ -68,18 +68,18 @@ func TestLoginNodesTakeKeysOnlyAndNewKeysWithoutARestart(t *testing.T) {
 
 	// What the login pod mounts: the host keys Secret and the authorized keys ConfigMap.
 	for name, data := range hostKeys {
-		writeFile(t, ctx, c, loginHost, worker.SSHHostKeysDir+"/"+name, "0400", data)
+		writeFile(t, ctx, c, loginHost, base.SSHHostKeysDir+"/"+name, "0400", data)
 	}
 	authorized := func(in []slurmv1alpha1.SSHPublicKey) {
 		sc.Spec.SlurmNodes.Login.SSHRootPublicKeys = in
 		cm := renderlogin.AuthorizedKeysConfigMap(render(t, sc).in)
-		writeFile(t, ctx, c, loginHost, worker.AuthorizedKeysDir+"/root", "0444", []byte(cm.Data["root"]))
+		writeFile(t, ctx, c, loginHost, base.AuthorizedKeysDir+"/root", "0444", []byte(cm.Data["root"]))
 	}
 	authorized(sc.Spec.SlurmNodes.Login.SSHRootPublicKeys)
 	if _, err := c.Exec(ctx, loginHost, "mkdir", "-p", "/run/sshd"); err != nil {
 		t.Fatal(err)
 	}
-	args := worker.SSHDArgs(r.in.Cluster.Spec.SlurmNodes.Login.Sshd.Port)
+	args := base.SSHDArgs(r.in.Cluster.Spec.SlurmNodes.Login.Sshd.Port)
 	if out, err := c.Exec(ctx, loginHost, append(args, "-t")...); err != nil {
 		t.Fatalf("sshd rejects the rendered arguments: %v %s", err, out)
 	}

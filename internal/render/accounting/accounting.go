@@ -42,12 +42,8 @@ func DatabaseFor(sc *slurmv1alpha1.SlurmCluster, password []byte) base.Database 
 // ConfigSecret holds slurmdbd.conf; it is a Secret because it holds the database password.
 func ConfigSecret(in base.Input) *corev1.Secret {
 	sc := in.Cluster
-	return &corev1.Secret{
-		TypeMeta:   base.TypeMeta("v1", "Secret"),
-		ObjectMeta: base.ObjectMeta(sc, sc.SlurmdbdConfigSecretName(), comp),
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{slurmconf.SlurmdbdConf: []byte(slurmconf.SlurmdbdConfig(in))},
-	}
+	return base.Secret(base.ObjectMeta(sc, sc.SlurmdbdConfigSecretName(), comp),
+		map[string][]byte{slurmconf.SlurmdbdConf: []byte(slurmconf.SlurmdbdConfig(in))})
 }
 
 // Service is how slurmctld reaches slurmdbd (AccountingStorageHost).
@@ -86,11 +82,8 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 				{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 				{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
 			},
-			Resources: *spec.Resources.DeepCopy(),
-			ReadinessProbe: &corev1.Probe{
-				ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmdbd")}},
-				PeriodSeconds: 5,
-			},
+			Resources:      *spec.Resources.DeepCopy(),
+			ReadinessProbe: base.TCPProbe("slurmdbd", 5),
 		})},
 		Volumes:   volumes,
 		DNSConfig: base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -105,10 +98,6 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 // PasswordSecret holds the generated password of the database user (mariadb-operator only).
 func PasswordSecret(in base.Input) *corev1.Secret {
 	sc := in.Cluster
-	return &corev1.Secret{
-		TypeMeta:   base.TypeMeta("v1", "Secret"),
-		ObjectMeta: base.ObjectMeta(sc, sc.DatabasePasswordSecretName(), comp),
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{base.DatabasePasswordKey: in.Keys.DatabasePassword},
-	}
+	return base.Secret(base.ObjectMeta(sc, sc.DatabasePasswordSecretName(), comp),
+		map[string][]byte{base.DatabasePasswordKey: in.Keys.DatabasePassword})
 }

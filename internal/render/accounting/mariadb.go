@@ -41,26 +41,16 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 		}
 		mariadbSpec["resources"] = res
 	}
-	if f := sc.Spec.SlurmNodes.Accounting.K8sNodeFilterName; f != "" {
-		for _, nf := range sc.Spec.K8sNodeFilters {
-			if nf.Name == f && len(nf.NodeSelector) > 0 {
-				sel := map[string]any{}
-				for k, v := range nf.NodeSelector {
-					sel[k] = v
-				}
-				mariadbSpec["nodeSelector"] = sel
-			}
+	if name := sc.Spec.SlurmNodes.Accounting.K8sNodeFilterName; name != "" {
+		if nf := base.NodeFilter(sc, name); nf != nil && len(nf.NodeSelector) > 0 {
+			mariadbSpec["nodeSelector"] = base.Unstructured(nf.NodeSelector)
 		}
 	}
 	obj := func(kind, objName string, spec map[string]any) *unstructured.Unstructured {
-		labels := map[string]any{}
-		for k, v := range base.Labels(sc, comp) {
-			labels[k] = v
-		}
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": MariaDBAPIVersion,
 			"kind":       kind,
-			"metadata":   map[string]any{"name": objName, "namespace": sc.Namespace, "labels": labels},
+			"metadata":   map[string]any{"name": objName, "namespace": sc.Namespace, "labels": base.Unstructured(base.Labels(sc, comp))},
 			"spec":       spec,
 		}}
 	}

@@ -1,6 +1,7 @@
 package base
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -22,4 +23,23 @@ func SharedObjectMeta(sc *slurmv1alpha1.SlurmCluster, name string) metav1.Object
 	l := ClusterLabels(sc)
 	l[LabelManagedBy] = ManagedBy
 	return metav1.ObjectMeta{Name: name, Namespace: sc.Namespace, Labels: l}
+}
+
+// Unstructured converts string labels (or a node selector) for an unstructured object.
+func Unstructured(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Secret is an opaque Secret with this metadata (ObjectMeta or SharedObjectMeta) and data.
+func Secret(meta metav1.ObjectMeta, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   TypeMeta("v1", "Secret"),
+		ObjectMeta: meta,
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -32,26 +33,21 @@ const (
 
 // Scheduling applies the named k8sNodeFilter to a pod spec. An empty name leaves the pod free.
 func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.PodSpec) {
-	if filterName == "" {
+	f := NodeFilter(sc, filterName)
+	if filterName == "" || f == nil {
 		return
 	}
-	for _, f := range sc.Spec.K8sNodeFilters {
-		if f.Name != filterName {
-			continue
+	if len(f.NodeSelector) > 0 {
+		spec.NodeSelector = make(map[string]string, len(f.NodeSelector))
+		for k, v := range f.NodeSelector {
+			spec.NodeSelector[k] = v
 		}
-		if len(f.NodeSelector) > 0 {
-			spec.NodeSelector = make(map[string]string, len(f.NodeSelector))
-			for k, v := range f.NodeSelector {
-				spec.NodeSelector[k] = v
-			}
-		}
-		if f.Affinity != nil {
-			spec.Affinity = f.Affinity.DeepCopy()
-		}
-		for _, t := range f.Tolerations {
-			spec.Tolerations = append(spec.Tolerations, *t.DeepCopy())
-		}
-		return
+	}
+	if f.Affinity != nil {
+		spec.Affinity = f.Affinity.DeepCopy()
+	}
+	for _, t := range f.Tolerations {
+		spec.Tolerations = append(spec.Tolerations, *t.DeepCopy())
 	}
 }
 
@@ -251,4 +247,42 @@ func WaitForJail(sc *slurmv1alpha1.SlurmCluster, image string) corev1.Container 
 			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
 		}},
 	})
+}
+
+// TCPProbe succeeds when the named container port accepts connections, checked every
+// periodSeconds.
+func TCPProbe(port string, periodSeconds int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(port)}},
+		PeriodSeconds: periodSeconds,
+	}
+}
+
+// NodeFilter is the spec's k8sNodeFilter with this name, or nil.
+func NodeFilter(sc *slurmv1alpha1.SlurmCluster, name string) *slurmv1alpha1.K8sNodeFilter {
+	for i := range sc.Spec.K8sNodeFilters {
+		if sc.Spec.K8sNodeFilters[i].Name == name {
+			return &sc.Spec.K8sNodeFilters[i]
+		}
+	}
+	return nil
+}
+
+// SpoolVolume is a daemon's spool: a volume from spec.volumeSources, or one claim per pod from
+// the spool's template; when the spool is unset, defaultClaim (one claim per pod) or, without
+// one, an emptyDir. It returns the pod volume or the claim, never both.
+func SpoolVolume(sc *slurmv1alpha1.SlurmCluster, sp *slurmv1alpha1.SpoolVolume, defaultClaim *corev1.PersistentVolumeClaimSpec) (*corev1.Volume, *corev1.PersistentVolumeClaimSpec, error) {
+	switch {
+	case sp != nil && sp.VolumeSourceName != "":
+		v, err := VolumeSourceVolume(sc, sp.VolumeSourceName, VolumeSpool)
+		if err != nil {
+			return nil, nil, fmt.Errorf("spool: %w", err)
+		}
+		return &v, nil, nil
+	case sp != nil && sp.VolumeClaimTemplateSpec != nil:
+		return nil, sp.VolumeClaimTemplateSpec.DeepCopy(), nil
+	case defaultClaim != nil:
+		return nil, defaultClaim, nil
+	}
+	return &corev1.Volume{Name: VolumeSpool, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}, nil, nil
 }

@@ -14,10 +14,9 @@ type StatefulSetParams struct {
 	Component slurmv1alpha1.Component
 	Replicas  int32
 	Pod       corev1.PodSpec
-	// Claims become volumeClaimTemplates; their names must match volumes the pod mounts.
-	Claims []corev1.PersistentVolumeClaimSpec
-	// ClaimNames names each entry of Claims.
-	ClaimNames []string
+	// SpoolClaim, when set, is the volumeClaimTemplate of the pods' spool (VolumeSpool): one
+	// claim per pod (SpoolVolume).
+	SpoolClaim *corev1.PersistentVolumeClaimSpec
 	// PodAnnotations go on the pod template (for example the restart hash).
 	PodAnnotations map[string]string
 	// OnDelete leaves pods on their old template until they are deleted: the operator replaces
@@ -29,11 +28,11 @@ type StatefulSetParams struct {
 // when the StatefulSet is scaled down or deleted: the operator never deletes a PVC.
 func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.StatefulSet {
 	var claims []corev1.PersistentVolumeClaim
-	for i, spec := range p.Claims {
+	if p.SpoolClaim != nil {
 		claims = append(claims, corev1.PersistentVolumeClaim{
 			TypeMeta:   TypeMeta("v1", "PersistentVolumeClaim"),
-			ObjectMeta: metav1.ObjectMeta{Name: p.ClaimNames[i]},
-			Spec:       *spec.DeepCopy(),
+			ObjectMeta: metav1.ObjectMeta{Name: VolumeSpool},
+			Spec:       *p.SpoolClaim.DeepCopy(),
 		})
 	}
 	pod := *p.Pod.DeepCopy()

@@ -74,20 +74,12 @@ func ServiceMonitor(in base.Input) *unstructured.Unstructured {
 		"metadata": map[string]any{
 			"name":      sc.ComponentName(comp),
 			"namespace": sc.Namespace,
-			"labels":    toAny(base.Labels(sc, comp)),
+			"labels":    base.Unstructured(base.Labels(sc, comp)),
 		},
 		"spec": map[string]any{
-			"selector":  map[string]any{"matchLabels": toAny(base.SelectorLabels(sc, comp))},
+			"selector":  map[string]any{"matchLabels": base.Unstructured(base.SelectorLabels(sc, comp))},
 			"endpoints": []any{map[string]any{"port": "metrics", "interval": "30s"}},
 		},
 	}}
 	return u
-}
-
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -14,7 +14,6 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
-	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
@@ -83,9 +82,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	}
 	volumes := append(base.CommonVolumes(sc), jailVols...)
 	volumes = append(volumes,
-		corev1.Volume{Name: base.VolumeSSHHostKeys, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: sc.SSHHostKeysSecretName(), DefaultMode: ptr.To[int32](0o400)},
-		}},
+		base.SSHHostKeysVolume(sc),
 		corev1.Volume{Name: volumeAuthorizedKeys, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: sc.AuthorizedKeysConfigMapName()},
@@ -96,19 +93,19 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	mounts := append(jailMounts,
 		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
 		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
-		corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: worker.HostKeysMountDir, ReadOnly: true},
+		base.SSHHostKeysMount,
 		// A directory mount (never subPath): the kubelet updates it in place when keys change.
 		corev1.VolumeMount{Name: volumeAuthorizedKeys, MountPath: authorizedKeysMountDir, ReadOnly: true},
 	)
 	binds := append([]base.JailBind{
 		{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true},
-		{Source: worker.HostKeysMountDir, Target: worker.SSHHostKeysDir, ReadOnly: true},
-		{Source: authorizedKeysMountDir, Target: worker.AuthorizedKeysDir, ReadOnly: true},
+		base.SSHHostKeysBind,
+		{Source: authorizedKeysMountDir, Target: base.AuthorizedKeysDir, ReadOnly: true},
 	}, subBinds...)
 	sshd := base.Container(sc, corev1.Container{
 		Name:         "sshd",
 		Image:        sc.Spec.Images.Login,
-		Command:      base.JailExec(binds, worker.SSHDArgs(spec.Sshd.Port)...),
+		Command:      base.JailExec(binds, base.SSHDArgs(spec.Sshd.Port)...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    *spec.Resources.DeepCopy(),
@@ -122,10 +119,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			Capabilities:    &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN", "SYS_CHROOT", "AUDIT_CONTROL"}},
 			AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
 		},
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("ssh")}},
-			PeriodSeconds: 5,
-		},
+		ReadinessProbe: base.TCPProbe("ssh", 5),
 	})
 	pod := corev1.PodSpec{
 		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},

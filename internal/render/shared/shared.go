@@ -12,17 +12,14 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
-// MungeKeyFile is the key of the munge key in its Secret.
-const MungeKeyFile = slurmfacts.MungeKeyFile
-
 // MungeKeySecret holds the munge key.
 func MungeKeySecret(in base.Input) *corev1.Secret {
-	return secret(in, in.Cluster.MungeKeySecretName(), map[string][]byte{MungeKeyFile: in.Keys.Munge})
+	return base.Secret(base.SharedObjectMeta(in.Cluster, in.Cluster.MungeKeySecretName()), map[string][]byte{slurmfacts.MungeKeyFile: in.Keys.Munge})
 }
 
 // JWTKeySecret holds the HS256 key for JWT authentication.
 func JWTKeySecret(in base.Input) *corev1.Secret {
-	return secret(in, in.Cluster.JWTKeySecretName(), map[string][]byte{slurmfacts.JWTKeyFile: in.Keys.JWT})
+	return base.Secret(base.SharedObjectMeta(in.Cluster, in.Cluster.JWTKeySecretName()), map[string][]byte{slurmfacts.JWTKeyFile: in.Keys.JWT})
 }
 
 // SSHHostKeysSecret holds the SSH host keys shared by the login and worker nodes, so a user's
@@ -32,16 +29,7 @@ func SSHHostKeysSecret(in base.Input) *corev1.Secret {
 	for k, v := range in.Keys.SSHHost {
 		data[k] = v
 	}
-	return secret(in, in.Cluster.SSHHostKeysSecretName(), data)
-}
-
-func secret(in base.Input, name string, data map[string][]byte) *corev1.Secret {
-	return &corev1.Secret{
-		TypeMeta:   base.TypeMeta("v1", "Secret"),
-		ObjectMeta: base.SharedObjectMeta(in.Cluster, name),
-		Type:       corev1.SecretTypeOpaque,
-		Data:       data,
-	}
+	return base.Secret(base.SharedObjectMeta(in.Cluster, in.Cluster.SSHHostKeysSecretName()), data)
 }
 
 // SlurmConfigMap holds slurm.conf (layered), gres.conf, cgroup.conf and plugstack.conf.

@@ -78,21 +78,17 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
 		{Name: base.VolumeSpool, MountPath: slurmfacts.StateSaveLocation},
 	}
-	var claims []corev1.PersistentVolumeClaimSpec
-	switch sp := spec.Volumes.Spool; {
-	case sp != nil && sp.VolumeSourceName != "":
-		v, err := base.VolumeSourceVolume(sc, sp.VolumeSourceName, base.VolumeSpool)
-		if err != nil {
-			return nil, fmt.Errorf("controller spool: %w", err)
-		}
-		volumes = append(volumes, v)
-	case sp != nil && sp.VolumeClaimTemplateSpec != nil:
-		claims = append(claims, *sp.VolumeClaimTemplateSpec.DeepCopy())
-	default:
-		claims = append(claims, corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: DefaultSpoolSize}},
-		})
+	// Without a spool in the spec, each controller pod claims DefaultSpoolSize: the state
+	// outlives the pod.
+	spoolVol, spoolClaim, err := base.SpoolVolume(sc, spec.Volumes.Spool, &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: DefaultSpoolSize}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	if spoolVol != nil {
+		volumes = append(volumes, *spoolVol)
 	}
 	// slurmctld looks up the users of jobs (their groups go into job credentials), and users are
 	// made in the jail (adduser on a login node): it reads the jail's passwd and group, read-only.
@@ -128,18 +124,12 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 				UseJailUsers,
 				"exec slurmctld -D -i",
 			)},
-			Ports:        []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmfacts.SlurmctldPort}},
-			Resources:    *spec.Resources.DeepCopy(),
-			VolumeMounts: mounts,
-			ReadinessProbe: &corev1.Probe{
-				ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmctld")}},
-				PeriodSeconds: 5,
-			},
-			LivenessProbe: &corev1.Probe{
-				ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmctld")}},
-				PeriodSeconds:    10,
-				FailureThreshold: 6,
-			},
+			Ports:          []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmfacts.SlurmctldPort}},
+			Resources:      *spec.Resources.DeepCopy(),
+			VolumeMounts:   mounts,
+			ReadinessProbe: base.TCPProbe("slurmctld", 5),
+			// Restarted when it stops answering for a minute.
+			LivenessProbe: withFailureThreshold(base.TCPProbe("slurmctld", 10), 6),
 		})},
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -175,18 +165,16 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
 		},
-		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](65534), RunAsGroup: ptr.To[int64](65534), RunAsNonRoot: ptr.To(true)},
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("slurmrestd")}},
-			PeriodSeconds: 5,
-		},
+		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To(slurmfacts.NobodyUID), RunAsGroup: ptr.To(slurmfacts.NobodyUID), RunAsNonRoot: ptr.To(true)},
+		ReadinessProbe:  base.TCPProbe("slurmrestd", 5),
 	}))
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
-	var claimNames []string
-	if len(claims) > 0 {
-		claimNames = []string{base.VolumeSpool}
-	}
 	return base.StatefulSet(sc, base.StatefulSetParams{
-		Component: comp, Replicas: spec.Size, Pod: pod, Claims: claims, ClaimNames: claimNames,
+		Component: comp, Replicas: spec.Size, Pod: pod, SpoolClaim: spoolClaim,
 	}), nil
+}
+
+func withFailureThreshold(p *corev1.Probe, n int32) *corev1.Probe {
+	p.FailureThreshold = n
+	return p
 }

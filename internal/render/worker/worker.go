@@ -41,9 +41,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	}
 	volumes := append(base.CommonVolumes(sc), jailVols...)
 	volumes = append(volumes,
-		corev1.Volume{Name: base.VolumeSSHHostKeys, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: sc.SSHHostKeysSecretName(), DefaultMode: ptr.To[int32](0o400)},
-		}},
+		base.SSHHostKeysVolume(sc),
 		// /dev/shm for jobs: memory-backed, sized by the spec (the runtime's is 64 MiB).
 		corev1.Volume{Name: volumeShm, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: corev1.StorageMediumMemory, SizeLimit: spec.SharedMemorySize,
@@ -51,19 +49,13 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		// One /tmp for slurmd's jobs and ssh sessions on the node.
 		corev1.Volume{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
-	var claims []corev1.PersistentVolumeClaimSpec
-	var claimNames []string
-	switch sp := spec.Volumes.Spool; {
-	case sp != nil && sp.VolumeSourceName != "":
-		v, err := base.VolumeSourceVolume(sc, sp.VolumeSourceName, base.VolumeSpool)
-		if err != nil {
-			return nil, fmt.Errorf("worker spool: %w", err)
-		}
-		volumes = append(volumes, v)
-	case sp != nil && sp.VolumeClaimTemplateSpec != nil:
-		claims, claimNames = []corev1.PersistentVolumeClaimSpec{*sp.VolumeClaimTemplateSpec}, []string{base.VolumeSpool}
-	default:
-		volumes = append(volumes, corev1.Volume{Name: base.VolumeSpool, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	// Without a spool in the spec, slurmd's state is the pod's: an emptyDir.
+	spoolVol, spoolClaim, err := base.SpoolVolume(sc, spec.Volumes.Spool, nil)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if spoolVol != nil {
+		volumes = append(volumes, *spoolVol)
 	}
 
 	resources := *spec.Resources.DeepCopy()
@@ -87,7 +79,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	)
 	binds := append([]base.JailBind{{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true}}, subBinds...)
 	slurmdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: spoolMountDir, Target: slurmfacts.SlurmdSpoolDir})
-	sshdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: HostKeysMountDir, Target: SSHHostKeysDir, ReadOnly: true})
+	sshdBinds := append(append([]base.JailBind{}, binds...), base.SSHHostKeysBind)
 
 	env := base.PodIndexEnv(comp)
 	slurmd := base.Container(sc, corev1.Container{
@@ -116,14 +108,12 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		}}},
 	})
 	sshd := base.Container(sc, corev1.Container{
-		Name:    "sshd",
-		Image:   sc.Spec.Images.Worker,
-		Command: base.JailExec(sshdBinds, SSHDArgs(22)...),
-		Env:     env,
-		Ports:   []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
-		VolumeMounts: append(nodeMounts,
-			corev1.VolumeMount{Name: base.VolumeSSHHostKeys, MountPath: HostKeysMountDir, ReadOnly: true},
-		),
+		Name:            "sshd",
+		Image:           sc.Spec.Images.Worker,
+		Command:         base.JailExec(sshdBinds, base.SSHDArgs(22)...),
+		Env:             env,
+		Ports:           []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
+		VolumeMounts:    append(nodeMounts, base.SSHHostKeysMount),
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 	})
 	pod := corev1.PodSpec{
@@ -136,7 +126,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	requireNodeLabels(&pod, in.GPU.RequireLabels)
 	return base.StatefulSet(sc, base.StatefulSetParams{
-		Component: comp, Replicas: in.WorkerCount(), Pod: pod, Claims: claims, ClaimNames: claimNames, OnDelete: true,
+		Component: comp, Replicas: in.WorkerCount(), Pod: pod, SpoolClaim: spoolClaim, OnDelete: true,
 	}), nil
 }
 
@@ -147,21 +137,14 @@ const (
 	spoolMountDir = base.PodFilesDir + "/spool"
 )
 
-// HostKeysMountDir is where login and worker containers mount the SSH host keys, bound into
-// the jail at SSHHostKeysDir.
-const HostKeysMountDir = base.PodFilesDir + "/ssh-host-keys"
-
 // TerminationGracePeriodSeconds bounds how long a stopping worker waits for its jobs (PreStopScript).
 const TerminationGracePeriodSeconds = 300
-
-// StoppingReason is the drain reason a stopping worker sets on its own node.
-const StoppingReason = slurmfacts.DrainReasonPrefix + "pod stopping"
 
 // SlurmdScript starts slurmd as this pod's Slurm node. A drain this pod's preStop set (and only
 // that one: an admin's or another part of the operator's reason stays) is lifted first, so a
 // restarted worker takes jobs again.
 const SlurmdScript = `node=$SLURM_NODE_NAME
-if scontrol show node "$node" -o 2>/dev/null | grep -qF 'Reason=` + StoppingReason + ` ['; then
+if scontrol show node "$node" -o 2>/dev/null | grep -qF 'Reason=` + slurmfacts.DrainPodStopping + ` ['; then
   scontrol update nodename="$node" state=resume && echo "lifted the drain this pod set when it stopped"
 fi
 exec slurmd -D -N "$node"
@@ -182,7 +165,7 @@ state=$(scontrol show node "$node" -o 2>/dev/null | sed -n 's/.* State=\([^ ]*\)
 case "$state" in
   "") echo "slurmctld does not answer; stopping"; exit 0 ;;
   *DRAIN*|*DOWN*|*FAIL*) ;;
-  *) scontrol update nodename="$node" state=drain reason="` + StoppingReason + `" ;;
+  *) scontrol update nodename="$node" state=drain reason="` + slurmfacts.DrainPodStopping + `" ;;
 esac
 while [ -n "$(squeue -h -w "$node" -o %i 2>/dev/null)" ]; do sleep 5; done
 `
@@ -231,33 +214,6 @@ func requireNodeLabels(pod *corev1.PodSpec, labels map[string]string) {
 	}
 	for i := range req.NodeSelectorTerms {
 		req.NodeSelectorTerms[i].MatchExpressions = append(req.NodeSelectorTerms[i].MatchExpressions, exprs...)
-	}
-}
-
-// SSHHostKeysDir is where the SSH host keys Secret is mounted inside the jail.
-const SSHHostKeysDir = "/etc/ssh/slurm-operator/host-keys"
-
-// AuthorizedKeysDir is where root's authorized keys are bound inside the jail (login nodes).
-// sshd reads them through AuthorizedKeysCommand: its StrictModes check of AuthorizedKeysFile
-// would refuse a ConfigMap volume, whose directories are not ownable, and a copy would not
-// follow key changes.
-const AuthorizedKeysDir = "/etc/ssh/slurm-operator/authorized-keys"
-
-// SSHDArgs are sshd's arguments on login and worker nodes: key-only logins, the shared host
-// keys, root's keys from the operator's ConfigMap, and each user's own ~/.ssh/authorized_keys.
-func SSHDArgs(port int32) []string {
-	return []string{
-		"/usr/sbin/sshd", "-D", "-e",
-		"-p", strconv.Itoa(int(port)),
-		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ed25519_key",
-		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ecdsa_key",
-		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_rsa_key",
-		"-o", "AuthorizedKeysFile=.ssh/authorized_keys",
-		"-o", "AuthorizedKeysCommand=/usr/bin/cat " + AuthorizedKeysDir + "/%u",
-		"-o", "AuthorizedKeysCommandUser=nobody",
-		"-o", "PasswordAuthentication=no",
-		"-o", "KbdInteractiveAuthentication=no",
-		"-o", "PermitRootLogin=prohibit-password",
 	}
 }
 
