@@ -12,7 +12,10 @@ func TestSSHHostKeysParseAndMatchTheirPublicHalves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []string{"ed25519", "ecdsa", "rsa"} {
+	if len(files) != 4 {
+		t.Fatalf("want the ed25519 and ECDSA keys and their public halves, got %d files", len(files))
+	}
+	for _, typ := range []string{"ed25519", "ecdsa"} {
 		priv, pub := files["ssh_host_"+typ+"_key"], files["ssh_host_"+typ+"_key.pub"]
 		signer, err := ssh.ParsePrivateKey(priv)
 		if err != nil {

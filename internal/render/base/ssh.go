@@ -37,20 +37,25 @@ var SSHHostKeysMount = corev1.VolumeMount{Name: VolumeSSHHostKeys, MountPath: Ho
 // SSHHostKeysBind puts the mounted host keys where SSHDArgs has sshd read them.
 var SSHHostKeysBind = JailBind{Source: HostKeysMountDir, Target: SSHHostKeysDir, ReadOnly: true}
 
+// hostKeyTypes are the SSH host key types sshd is given, in the order it offers them.
+var hostKeyTypes = []string{"ed25519", "ecdsa", "rsa"}
+
 // SSHDArgs are sshd's arguments on login and worker nodes: key-only logins, the shared host
-// keys, root's keys from the operator's ConfigMap, and each user's own ~/.ssh/authorized_keys.
-func SSHDArgs(port int32) []string {
-	return []string{
-		"/usr/sbin/sshd", "-D", "-e",
-		"-p", strconv.Itoa(int(port)),
-		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ed25519_key",
-		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_ecdsa_key",
-		"-o", "HostKey=" + SSHHostKeysDir + "/ssh_host_rsa_key",
+// keys the cluster's Secret holds (hostKeys, keyed by file name), root's keys from the
+// operator's ConfigMap, and each user's own ~/.ssh/authorized_keys.
+func SSHDArgs(port int32, hostKeys map[string][]byte) []string {
+	args := []string{"/usr/sbin/sshd", "-D", "-e", "-p", strconv.Itoa(int(port))}
+	for _, t := range hostKeyTypes {
+		if name := "ssh_host_" + t + "_key"; hostKeys[name] != nil {
+			args = append(args, "-o", "HostKey="+SSHHostKeysDir+"/"+name)
+		}
+	}
+	return append(args,
 		"-o", "AuthorizedKeysFile=.ssh/authorized_keys",
-		"-o", "AuthorizedKeysCommand=/usr/bin/cat " + AuthorizedKeysDir + "/%u",
+		"-o", "AuthorizedKeysCommand=/usr/bin/cat "+AuthorizedKeysDir+"/%u",
 		"-o", "AuthorizedKeysCommandUser=nobody",
 		"-o", "PasswordAuthentication=no",
 		"-o", "KbdInteractiveAuthentication=no",
 		"-o", "PermitRootLogin=prohibit-password",
-	}
+	)
 }

@@ -110,7 +110,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sshd := base.Container(sc, corev1.Container{
 		Name:            "sshd",
 		Image:           sc.Spec.Images.Worker,
-		Command:         base.JailExec(sshdBinds, base.SSHDArgs(22)...),
+		Command:         base.JailExec(sshdBinds, base.SSHDArgs(22, in.Keys.SSHHost)...),
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
 		VolumeMounts:    append(nodeMounts, base.SSHHostKeysMount),
