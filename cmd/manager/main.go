@@ -31,6 +31,7 @@ func main() {
 		probeAddr       string
 		leaderElect     bool
 		clusterDomain   string
+		maxConcurrent   int
 		local           bool
 		localOnce       bool
 		localSample     string
@@ -45,6 +46,7 @@ func main() {
 	flag.BoolVar(&metricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP to anyone (by default: HTTPS, and only to callers the API server authenticates and authorizes for GET /metrics)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, so that only one manager reconciles at a time")
+	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many SlurmClusters are reconciled at once (one cluster never twice at once)")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&local, "local", false, "start a local control plane, install the CRDs and apply --local-sample (the demo)")
 	flag.BoolVar(&localOnce, "local-once", false, "with --local: print the demo and exit instead of running until Ctrl-C")
@@ -105,12 +107,14 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&controller.SlurmClusterReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Scheme:        mgr.GetScheme(),
-		Recorder:      mgr.GetEventRecorder("slurm-operator"),
-		ClusterDomain: clusterDomain,
-		Policy:        policy.Policy{ImagePrefixes: policy.ParseList(imagePrefixes), HostPaths: policy.ParseList(hostPaths)},
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                mgr.GetEventRecorder("slurm-operator"),
+		ClusterDomain:           clusterDomain,
+		MaxConcurrentReconciles: maxConcurrent,
+		StatusSettle:            controller.DefaultStatusSettle,
+		Policy:                  policy.Policy{ImagePrefixes: policy.ParseList(imagePrefixes), HostPaths: policy.ParseList(hostPaths)},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the SlurmCluster controller")
 		os.Exit(1)

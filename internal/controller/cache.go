@@ -26,7 +26,7 @@ func CacheOptions(namespaces ...string) cache.Options {
 		&corev1.Secret{}:    {Label: managed},
 		&corev1.ConfigMap{}: {Label: managed},
 		&corev1.Node{}:      {Label: gpuNodes, Transform: slimNode},
-		&corev1.Pod{}:       {Label: managed},
+		&corev1.Pod{}:       {Label: managed, Transform: slimPod},
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -35,6 +35,27 @@ func CacheOptions(namespaces ...string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// slimPod keeps of a pod what the operator reads: its name, labels (busy, revision, index),
+// deletion and readiness. A worker pod's spec (scripts, volumes) is most of its size, and
+// thousands of workers would keep it in memory for nothing.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	slim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
+	}}
+	slim.Status.Phase = p.Status.Phase
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return slim, nil
 }
 
 // slimNode keeps of a Node only what the GPU shape needs: name, labels and allocatable GPUs.

@@ -20,19 +20,21 @@ func (r *SlurmClusterReconciler) event(sc *slurmv1alpha1.SlurmCluster, eventType
 
 // conditionEvents records one event for each condition whose status changed between old and
 // next: a Warning when it turned bad (Degraded True, any other False), Normal when it turned
-// good. A first Degraded=False says nothing and is not recorded.
+// good. A condition's first value is not a change: it is recorded only when it is a problem
+// (a Warning that is not a cluster still starting), so creating a cluster records no event
+// for every part that is not ready yet.
 func (r *SlurmClusterReconciler) conditionEvents(sc *slurmv1alpha1.SlurmCluster, old, next []metav1.Condition) {
 	for _, c := range next {
 		prev := meta.FindStatusCondition(old, c.Type)
 		if prev != nil && prev.Status == c.Status {
 			continue
 		}
-		if c.Type == slurmv1alpha1.ConditionDegraded && c.Status == metav1.ConditionFalse && prev == nil {
-			continue
-		}
 		eventType := corev1.EventTypeNormal
 		if (c.Type == slurmv1alpha1.ConditionDegraded) == (c.Status == metav1.ConditionTrue) {
 			eventType = corev1.EventTypeWarning
+		}
+		if prev == nil && (eventType == corev1.EventTypeNormal || startingReasons[c.Reason]) {
+			continue
 		}
 		note := c.Type + " is " + string(c.Status)
 		if c.Message != "" {
@@ -40,4 +42,17 @@ func (r *SlurmClusterReconciler) conditionEvents(sc *slurmv1alpha1.SlurmCluster,
 		}
 		r.event(sc, eventType, c.Reason, c.Type, note)
 	}
+}
+
+// startingReasons are the reasons of a part that is on its way: news only once it is late, which
+// a later change of the condition tells.
+var startingReasons = map[string]bool{
+	slurmv1alpha1.ReasonNotCreated:            true,
+	slurmv1alpha1.ReasonNotReady:              true,
+	slurmv1alpha1.ReasonPartiallyReady:        true,
+	slurmv1alpha1.ReasonJobPending:            true,
+	slurmv1alpha1.ReasonPopulating:            true,
+	slurmv1alpha1.ReasonNoWorkerReady:         true,
+	slurmv1alpha1.ReasonControllerUnavailable: true,
+	slurmv1alpha1.ReasonJailNotPopulated:      true,
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,12 +14,15 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/policy"
@@ -44,6 +48,24 @@ type SlurmClusterReconciler struct {
 	// follow jobs starting and ending (busy labels, node counts). Zero means 30 seconds.
 	SlurmPollInterval time.Duration
 
+	// OptionalAPIInterval is how often discovery is asked whether mariadb-operator or the
+	// Prometheus operator was installed or removed. Zero means DefaultOptionalAPIInterval.
+	OptionalAPIInterval time.Duration
+	// MaxConcurrentReconciles is how many SlurmClusters are reconciled at once. Zero means
+	// DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
+
+	// StatusSettle is how long a status write waits for a StatefulSet the operator just changed
+	// to report on it (DefaultStatusSettle in the manager); zero writes at once.
+	StatusSettle time.Duration
+
+	// created maps a child (createdKey) to when the operator created it (createdAt).
+	created      sync.Map
+	createdSwept atomic.Value
+	// statusWritten maps a SlurmCluster's UID to the status last written (writtenStatus).
+	statusWritten sync.Map
+	// apis answers which optional APIs are served (set up by SetupWithManager).
+	apis *optionalAPIWatcher
 	// applied maps a child's UID to the resourceVersion the operator's last apply left it at.
 	applied sync.Map
 }
@@ -78,8 +100,13 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !sc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // children go with it through owner references
 	}
+	r.ownStatus(sc)
+	r.forgetOldCreates(time.Now())
 	s := &reconcileScope{cluster: sc, desired: base.WithDefaults(sc), facts: &observed{}}
 	err := r.runPhases(ctx, s)
+	if wait := r.statusSettling(s.facts, time.Now()); err == nil && wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if serr := r.updateStatus(ctx, sc, s.desired, s.facts); serr != nil {
 		err = errors.Join(err, fmt.Errorf("update status: %w", serr))
 	}
@@ -89,10 +116,20 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return s.result(r.SlurmPollInterval), nil
 }
 
-// SetupWithManager watches SlurmClusters and every kind of child they own.
+// SetupWithManager watches SlurmClusters, every kind of child they own, the GPU nodes and the
+// optional APIs.
 func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	r.apis = newOptionalAPIWatcher(d, r.OptionalAPIInterval)
+	if err := mgr.Add(r.apis); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&slurmv1alpha1.SlurmCluster{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency()}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
@@ -100,7 +137,8 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Owns(&batchv1.Job{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.clustersForNode), builder.WithPredicates(gpuShapeChanged())).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(gpuShapeChanged())).
+		WatchesRawSource(source.Channel(r.apis.changed, handler.EnqueueRequestsFromMapFunc(r.allClusters))).
 		Named("slurmcluster").
 		Complete(r)
 }
@@ -112,4 +150,16 @@ func (r *SlurmClusterReconciler) getOptional(ctx context.Context, key client.Obj
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// DefaultMaxConcurrentReconciles: reconciles of different SlurmClusters run side by side. A
+// reconcile mostly waits on the API server (and, at a cluster's creation, generates its keys),
+// so a few run at once even on a small node; one cluster is never reconciled twice at once.
+const DefaultMaxConcurrentReconciles = 4
+
+func (r *SlurmClusterReconciler) concurrency() int {
+	if r.MaxConcurrentReconciles > 0 {
+		return r.MaxConcurrentReconciles
+	}
+	return DefaultMaxConcurrentReconciles
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,9 +36,10 @@ func (r *SlurmClusterReconciler) applyAll(ctx context.Context, s *reconcileScope
 	var conflict error
 	for _, p := range s.parts {
 		for _, obj := range p.Objects {
-			err := r.apply(ctx, s.cluster, obj)
+			applied, err := r.apply(ctx, s.cluster, obj)
 			switch {
 			case err == nil:
+				s.remember(applied)
 			case apierrors.IsConflict(err):
 				conflict = err
 			default:
@@ -59,14 +61,14 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
-func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1.SlurmCluster, obj client.Object) error {
+func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1.SlurmCluster, obj client.Object) (*unstructured.Unstructured, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if err := controllerutil.SetControllerReference(owner, obj, r.Scheme); err != nil {
-		return err
+		return nil, err
 	}
 	hash, err := objectHash(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Read through the cache: a typed object for kinds the scheme knows, unstructured otherwise.
 	var live client.Object
@@ -77,21 +79,31 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 		u.SetGroupVersionKind(gvk)
 		live = u
 	}
-	found, err := r.getOptional(ctx, client.ObjectKeyFromObject(obj), live)
+	key := client.ObjectKeyFromObject(obj)
+	found, err := r.getOptional(ctx, key, live)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if !found && r.justCreated(gvk, key, hash) {
+		// The cache has not seen a create this operator made a moment ago: ask the API server
+		// rather than apply it a second time.
+		if err := r.APIReader.Get(ctx, key, live); err == nil {
+			found = true
+		} else if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
 	}
 	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash && (isKeySecret(owner, live) || !r.editedByOthers(live)) {
-		return nil
+		return nil, nil
 	}
 	if _, job := live.(*batchv1.Job); found && job {
 		// A Job's template cannot change, and a Job that ran does not run again: a new one is
 		// made when its name changes (a new image, an overwrite), never an edit of this one.
-		return nil
+		return nil, nil
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	desired := &unstructured.Unstructured{Object: u}
 	desired.SetGroupVersionKind(gvk)
@@ -105,11 +117,14 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 	unstructured.RemoveNestedField(desired.Object, "status")
 	log.FromContext(ctx).V(1).Info("applying", "kind", gvk.Kind, "name", obj.GetName(), "created", !found)
 	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(base.ManagedBy), client.ForceOwnership); err != nil {
-		return err
+		return nil, err
 	}
 	// desired now holds the object as the API server stored it.
 	r.applied.Store(desired.GetUID(), desired.GetResourceVersion())
-	return nil
+	if !found {
+		r.created.Store(createdKey(gvk, key), createdAt{hash: hash, at: time.Now()})
+	}
+	return desired, nil
 }
 
 // isKeySecret reports whether obj is one of the cluster's key Secrets. Their content is the
@@ -136,7 +151,48 @@ func (r *SlurmClusterReconciler) editedByOthers(live client.Object) bool {
 	if v, ok := r.applied.Load(live.GetUID()); ok && v == live.GetResourceVersion() {
 		return false
 	}
-	var ours, others time.Time
+	ours, others := writeTimes(live)
+	// Times have a resolution of one second: an edit in the second of the last apply counts.
+	return !others.IsZero() && !others.Before(ours)
+}
+
+// createdAt is when the operator created an object, and the hash it created it with.
+type createdAt struct {
+	hash string
+	at   time.Time
+}
+
+func createdKey(gvk schema.GroupVersionKind, key client.ObjectKey) string {
+	return gvk.String() + "/" + key.String()
+}
+
+// justCreated reports whether the operator created this object, as it is now desired, less than
+// a minute ago.
+func (r *SlurmClusterReconciler) justCreated(gvk schema.GroupVersionKind, key client.ObjectKey, hash string) bool {
+	if r.APIReader == nil {
+		return false
+	}
+	v, ok := r.created.Load(createdKey(gvk, key))
+	return ok && v.(createdAt).hash == hash && time.Since(v.(createdAt).at) < time.Minute
+}
+
+// forgetOldCreates drops what justCreated no longer needs, at most once a minute.
+func (r *SlurmClusterReconciler) forgetOldCreates(now time.Time) {
+	last, _ := r.createdSwept.Load().(time.Time)
+	if now.Sub(last) < time.Minute || !r.createdSwept.CompareAndSwap(r.createdSwept.Load(), now) {
+		return
+	}
+	r.created.Range(func(k, v any) bool {
+		if now.Sub(v.(createdAt).at) >= time.Minute {
+			r.created.Delete(k)
+		}
+		return true
+	})
+}
+
+// writeTimes are when the operator last wrote the object (not its status), and when anyone
+// else last did, from its managedFields (one-second resolution).
+func writeTimes(live client.Object) (ours, others time.Time) {
 	for _, m := range live.GetManagedFields() {
 		if m.Subresource == "status" || m.Time == nil {
 			continue
@@ -150,8 +206,7 @@ func (r *SlurmClusterReconciler) editedByOthers(live client.Object) bool {
 			others = t
 		}
 	}
-	// Times have a resolution of one second: an edit in the second of the last apply counts.
-	return !others.IsZero() && !others.Before(ours)
+	return ours, others
 }
 
 // objectHash hashes the object as it will be applied (owner references included).

@@ -27,8 +27,8 @@ func (r *SlurmClusterReconciler) findGPUShape(ctx context.Context, s *reconcileS
 	return nil
 }
 
-// clustersForNode maps a GPU node's change to every SlurmCluster: any of them may select it.
-func (r *SlurmClusterReconciler) clustersForNode(ctx context.Context, _ client.Object) []reconcile.Request {
+// allClusters maps a GPU node's change to every SlurmCluster: any of them may select it.
+func (r *SlurmClusterReconciler) allClusters(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &slurmv1alpha1.SlurmClusterList{}
 	if err := r.List(ctx, list); err != nil {
 		return nil

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -50,6 +51,12 @@ type observed struct {
 	loginService *corev1.Service
 }
 
+// troubled reports whether the reconcile found something the status must say at once: a spec
+// that cannot be rendered, a failed phase or apply, an unusable database, children unread.
+func (o *observed) troubled() bool {
+	return o.renderErr != nil || o.phaseErr != nil || len(o.applyErrs) > 0 || o.databaseErr != "" || o.childrenUnknown
+}
+
 // settled reports whether nothing is still on its way (pods starting, a Job running, a load
 // balancer address pending), so no timed look is needed.
 func (o *observed) settled() bool {
@@ -67,15 +74,24 @@ func (o *observed) settled() bool {
 	return true
 }
 
-// optionalAPIs asks API discovery (through the REST mapper) which optional APIs are served.
-func (r *SlurmClusterReconciler) optionalAPIs(o *observed) base.OptionalAPIs {
-	served := func(group, version, kind string) bool {
-		_, err := r.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind}, version)
-		return err == nil
+// optionalAPIs says which optional APIs are served: the watcher's answer from memory, or,
+// for a reconciler that was not set up with a manager, the REST mapper's.
+func (r *SlurmClusterReconciler) optionalAPIs(ctx context.Context, o *observed) (base.OptionalAPIs, error) {
+	var apis base.OptionalAPIs
+	if r.apis != nil {
+		var err error
+		if apis, err = r.apis.get(ctx); err != nil {
+			return apis, fmt.Errorf("discover optional APIs: %w", err)
+		}
+	} else {
+		served := func(gvk schema.GroupVersionKind) bool {
+			_, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+			return err == nil
+		}
+		apis = base.OptionalAPIs{MariaDB: served(mariaDBKind), ServiceMonitor: served(serviceMonitorKind)}
 	}
-	o.mariaDBAPI = served("k8s.mariadb.com", "v1alpha1", "MariaDB")
-	o.serviceMonitorAPI = served("monitoring.coreos.com", "v1", "ServiceMonitor")
-	return base.OptionalAPIs{MariaDB: o.mariaDBAPI, ServiceMonitor: o.serviceMonitorAPI}
+	o.mariaDBAPI, o.serviceMonitorAPI = apis.MariaDB, apis.ServiceMonitor
+	return apis, nil
 }
 
 // accountingDatabase fills in where slurmdbd's database is. When the external database's
@@ -120,12 +136,12 @@ func (r *SlurmClusterReconciler) accountingDatabase(ctx context.Context, in *bas
 func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconcileScope) error {
 	sc, o := s.desired, s.facts
 	get := func(name string) (*appsv1.StatefulSet, error) {
-		s := &appsv1.StatefulSet{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
+		sts := &appsv1.StatefulSet{}
+		found, err := r.freshest(ctx, s, "StatefulSet", name, sts)
 		if !found {
 			return nil, err
 		}
-		return s, nil
+		return sts, nil
 	}
 	var err error
 	if o.controller, err = get(sc.ComponentName(slurmv1alpha1.ComponentController)); err != nil {
@@ -144,7 +160,7 @@ func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconci
 	}
 	if sc.Spec.PopulateJail != nil && sc.Spec.PopulateJail.Image != "" {
 		j := &batchv1.Job{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.PopulateJailJobName()}, j)
+		found, err := r.freshest(ctx, s, "Job", sc.PopulateJailJobName(), j)
 		if err != nil {
 			return err
 		}
@@ -153,7 +169,7 @@ func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconci
 		}
 	}
 	svc := &corev1.Service{}
-	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentLogin)}, svc)
+	found, err := r.freshest(ctx, s, "Service", sc.ComponentName(slurmv1alpha1.ComponentLogin), svc)
 	if err != nil {
 		return err
 	}

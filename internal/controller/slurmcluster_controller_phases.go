@@ -7,7 +7,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -32,6 +36,36 @@ type reconcileScope struct {
 	requeueAfter time.Duration
 	// slurm is this reconcile's Slurm client (see slurmFor), made on first use.
 	slurm *slurmOnce
+	// fresh holds the children this reconcile applied, as the API server answered: the cache
+	// may not have them yet when the children are observed.
+	fresh map[freshKey]*unstructured.Unstructured
+}
+
+type freshKey struct {
+	kind, name string
+}
+
+// remember keeps an object the reconcile applied (nil: nothing was applied).
+func (s *reconcileScope) remember(obj *unstructured.Unstructured) {
+	if obj == nil {
+		return
+	}
+	if s.fresh == nil {
+		s.fresh = map[freshKey]*unstructured.Unstructured{}
+	}
+	s.fresh[freshKey{obj.GetKind(), obj.GetName()}] = obj
+}
+
+// freshest fills obj with the child named so: as this reconcile applied it, or else from the
+// cache (which may not show this reconcile's writes yet). It reports whether the child exists.
+func (r *SlurmClusterReconciler) freshest(ctx context.Context, s *reconcileScope, kind, name string, obj client.Object) (bool, error) {
+	if u, ok := s.fresh[freshKey{kind, name}]; ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+			return false, fmt.Errorf("read the applied %s %s: %w", kind, name, err)
+		}
+		return true, nil
+	}
+	return r.getOptional(ctx, types.NamespacedName{Namespace: s.desired.Namespace, Name: name}, obj)
 }
 
 // slurmFor returns the reconcile's one Slurm client, made with the cluster's JWT key.
@@ -137,7 +171,10 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
 	workers := s.facts.scaling.replicas
 	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
-	in.Optional = r.optionalAPIs(s.facts)
+	var err error
+	if in.Optional, err = r.optionalAPIs(ctx, s.facts); err != nil {
+		return err
+	}
 	r.accountingDatabase(ctx, &in, s.facts)
 	if s.facts.databaseErr != "" {
 		s.keep = append(s.keep, slurmv1alpha1.ComponentAccounting)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -214,6 +215,66 @@ func (r *SlurmClusterReconciler) updateStatus(ctx context.Context, sc *slurmv1al
 	}
 	r.conditionEvents(sc, sc.Status.Conditions, next.Conditions)
 	patch := client.MergeFrom(sc.DeepCopy())
+	// The versions the cache may show until it shows this write: the one read, and, when the
+	// read one was already behind an earlier write of ours, those that write left behind.
+	before := map[string]bool{sc.ResourceVersion: true}
+	if w, ok := r.statusWritten.Load(sc.UID); ok && w.(writtenStatus).before[sc.ResourceVersion] {
+		for v := range w.(writtenStatus).before {
+			before[v] = true
+		}
+		before[w.(writtenStatus).after] = true
+	}
 	sc.Status = next
-	return r.Status().Patch(ctx, sc, patch)
+	if err := r.Status().Patch(ctx, sc, patch); err != nil {
+		return err
+	}
+	r.statusWritten.Store(sc.UID, writtenStatus{before: before, after: sc.ResourceVersion, status: next})
+	return nil
+}
+
+// writtenStatus is the status the operator last wrote on a SlurmCluster: the resourceVersions
+// of the object before that write (which a lagging cache may still show), and after it.
+type writtenStatus struct {
+	before map[string]bool
+	after  string
+	status slurmv1alpha1.SlurmClusterStatus
+}
+
+// ownStatus puts into a SlurmCluster read from the cache the status this operator last wrote
+// on it, when the cache still shows the object that status was written on: the write is on its
+// way to the cache. Without it, a reconcile in between would take the old status for the
+// current one, write the same status again and record its condition changes twice.
+func (r *SlurmClusterReconciler) ownStatus(sc *slurmv1alpha1.SlurmCluster) {
+	if w, ok := r.statusWritten.Load(sc.UID); ok {
+		if w := w.(writtenStatus); w.before[sc.ResourceVersion] {
+			sc.Status = *w.status.DeepCopy()
+		}
+	}
+}
+
+// DefaultStatusSettle is how long the manager holds a status write for a StatefulSet it just
+// changed to report on the change (see statusSettling).
+const DefaultStatusSettle = 3 * time.Second
+
+// statusSettling reports how much longer the status write waits: while a StatefulSet the
+// operator changed less than StatusSettle ago has not reported on that change yet (its
+// status.observedGeneration is behind, or its pods are still being made or removed), the status would be written now and again a moment
+// later with the StatefulSet's answer. Waiting writes it once; the StatefulSet's report
+// brings the next reconcile, and the wait never exceeds StatusSettle.
+func (r *SlurmClusterReconciler) statusSettling(o *observed, now time.Time) time.Duration {
+	if r.StatusSettle <= 0 || o.troubled() {
+		return 0
+	}
+	var wait time.Duration
+	for _, s := range []*appsv1.StatefulSet{o.controller, o.worker, o.login, o.accounting} {
+		if s == nil || s.Status.ObservedGeneration >= s.Generation && s.Spec.Replicas != nil && s.Status.Replicas == *s.Spec.Replicas {
+			continue
+		}
+		ours, _ := writeTimes(s)
+		// managedFields times have a resolution of one second.
+		if left := ours.Add(r.StatusSettle + time.Second).Sub(now); left > wait && left <= r.StatusSettle+time.Second {
+			wait = left
+		}
+	}
+	return wait
 }
