@@ -95,6 +95,11 @@ fuzz: ## Run every fuzz target for FUZZTIME each (their seeds run in make test).
 bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API writes per reconcile, scale-up to idle).
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test -run '^$$' -bench . -benchtime 20x ./internal/render/ ./internal/controller/
 	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -run '^$$' -bench ScaleUpToIdle -benchtime 3x ./test/slurm/
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go run ./hack/bench/apiwrites $(APIWRITES_FLAGS)
+
+.PHONY: bench-apiwrites
+bench-apiwrites: test-assets ## Count the manager's own API requests per phase from an audit log (APIWRITES_FLAGS=-short for a quick look).
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go run ./hack/bench/apiwrites $(APIWRITES_FLAGS)
 
 ##@ Lint
 

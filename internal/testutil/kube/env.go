@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,13 +29,15 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = slurmv1alpha1.AddToScheme(s)
+	_ = apiextensionsv1.AddToScheme(s)
 	return s
 }
 
 // StartEnv starts etcd and kube-apiserver with the CRDs in crdDirs installed. It returns the
 // environment (Stop it), a client with the project's scheme, and the path of an admin
 // kubeconfig for kubectl.
-func StartEnv(crdDirs []string) (*envtest.Environment, client.Client, string, error) {
+// configure, when given, adjusts the environment before it starts (API server flags).
+func StartEnv(crdDirs []string, configure ...func(*envtest.Environment)) (*envtest.Environment, client.Client, string, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, nil, "", errors.New("KUBEBUILDER_ASSETS is not set: run the tests with 'make test' (hack/test-assets.sh builds the API server)")
 	}
@@ -46,6 +49,9 @@ func StartEnv(crdDirs []string) (*envtest.Environment, client.Client, string, er
 	// As OpenShift runs it: setting an owner reference that blocks the owner's deletion needs
 	// the right to update the owner's finalizers.
 	env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+	for _, c := range configure {
+		c(env)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("start api server: %w", err)
@@ -96,6 +102,18 @@ func Kubectl() (string, error) {
 // config/rbac/role.yaml (the file the chart's role is made from) grants it: a manager run with
 // it can do exactly what the installed operator can.
 func OperatorConfig(env *envtest.Environment, admin client.Client, roleFile string) (*rest.Config, error) {
+	u, err := OperatorUser(env, admin, roleFile)
+	if err != nil {
+		return nil, err
+	}
+	return u.Config(), nil
+}
+
+// OperatorUserName is the user the operator runs as in these tests (its ServiceAccount's).
+const OperatorUserName = "system:serviceaccount:slurm-operator-system:slurm-operator"
+
+// OperatorUser is OperatorConfig's user, for a kubeconfig of its own (a manager process).
+func OperatorUser(env *envtest.Environment, admin client.Client, roleFile string) (*envtest.AuthenticatedUser, error) {
 	data, err := os.ReadFile(roleFile)
 	if err != nil {
 		return nil, err
@@ -108,7 +126,7 @@ func OperatorConfig(env *envtest.Environment, admin client.Client, roleFile stri
 	if err := admin.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create the operator's ClusterRole: %w", err)
 	}
-	const user = "system:serviceaccount:slurm-operator-system:slurm-operator"
+	const user = OperatorUserName
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
@@ -117,9 +135,5 @@ func OperatorConfig(env *envtest.Environment, admin client.Client, roleFile stri
 	if err := admin.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("bind the operator's ClusterRole: %w", err)
 	}
-	u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return u.Config(), nil
+	return env.AddUser(envtest.User{Name: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}}, nil)
 }
