@@ -1,6 +1,7 @@
 package controller
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,11 +23,12 @@ import (
 func CacheOptions(namespaces ...string) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{base.LabelManagedBy: base.ManagedBy})
 	gpuNodes := labels.SelectorFromSet(labels.Set{gpu.LabelPresent: "true"})
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}:    {Label: managed},
-		&corev1.ConfigMap{}: {Label: managed},
-		&corev1.Node{}:      {Label: gpuNodes, Transform: slimNode},
-		&corev1.Pod{}:       {Label: managed, Transform: slimPod},
+	opts := cache.Options{DefaultTransform: compactManagedFields, ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}:      {Label: managed},
+		&corev1.ConfigMap{}:   {Label: managed},
+		&appsv1.StatefulSet{}: {Transform: slimStatefulSet},
+		&corev1.Node{}:        {Label: gpuNodes, Transform: slimNode},
+		&corev1.Pod{}:         {Label: managed, Transform: slimPod},
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -35,6 +37,33 @@ func CacheOptions(namespaces ...string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// compactManagedFields drops the field sets of an object's managedFields: the operator reads
+// only who wrote it and when (editedByOthers), and the field sets are often the largest part of
+// a cached object.
+func compactManagedFields(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		mf := o.GetManagedFields()
+		for i := range mf {
+			mf[i].FieldsV1 = nil
+		}
+		o.SetManagedFields(mf)
+	}
+	return obj, nil
+}
+
+// slimStatefulSet drops a StatefulSet's pod template and claim templates: the operator reads
+// its replicas, generation, status, annotations and writers, and renders the template itself.
+// A worker's template (scripts, volumes) is most of the object.
+func slimStatefulSet(obj any) (any, error) {
+	s, ok := obj.(*appsv1.StatefulSet)
+	if !ok {
+		return obj, nil
+	}
+	s.Spec.Template = corev1.PodTemplateSpec{}
+	s.Spec.VolumeClaimTemplates = nil
+	return compactManagedFields(s)
 }
 
 // slimPod keeps of a pod what the operator reads: its name, labels (busy, revision, index),

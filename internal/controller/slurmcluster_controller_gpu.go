@@ -20,7 +20,9 @@ import (
 func (r *SlurmClusterReconciler) findGPUShape(ctx context.Context, s *reconcileScope) error {
 	sc, o := s.desired, s.facts
 	nodes := &corev1.NodeList{}
-	if err := r.List(ctx, nodes); err != nil {
+	// Read-only: gpu.Find copies what it keeps, and a deep copy of thousands of nodes for every
+	// reconcile of every cluster would be most of the operator's garbage.
+	if err := r.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	o.gpu = gpu.Find(sc, nodes.Items)
