@@ -74,6 +74,11 @@ func invalidCases() []invalidCase {
 		{"a backup controller without a ReadWriteMany spool", setTo("spec.slurmNodes.controller.size", 2), "spec.slurmNodes.controller.size", "ReadWriteMany"},
 		{"a negative worker size", setTo("spec.slurmNodes.worker.size", -1), "spec.slurmNodes.worker.size", "greater than or equal to 0"},
 		{"a worker size above 4096", setTo("spec.slurmNodes.worker.size", 5000), "spec.slurmNodes.worker.size", "less than or equal to 4096"},
+		{"both a default memory per node and per CPU", func(m map[string]any) {
+			setTo("spec.slurmConfig.defMemPerNode", 4096)(m)
+			setTo("spec.slurmConfig.defMemPerCPU", 1024)(m)
+		}, "spec.slurmConfig", "at most one of defMemPerNode and defMemPerCPU"},
+		{"a default memory per CPU of 0", setTo("spec.slurmConfig.defMemPerCPU", 0), "spec.slurmConfig.defMemPerCPU", "greater than or equal to 1"},
 		{"more than 64 GPUs per worker", setTo("spec.slurmNodes.worker.gpu", 100), "spec.slurmNodes.worker.gpu", "less than or equal to 64"},
 		{"a worker node filter that does not exist", setTo("spec.slurmNodes.worker.k8sNodeFilterName", "tpu"), "spec.slurmNodes.worker.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a controller node filter that does not exist", setTo("spec.slurmNodes.controller.k8sNodeFilterName", "cpu"), "spec.slurmNodes.controller.k8sNodeFilterName", "spec.k8sNodeFilters"},

@@ -114,6 +114,7 @@ type ProgramPaths string
 type CgroupValue string
 
 // SlurmConfig holds the Slurm settings an admin may change.
+// +kubebuilder:validation:XValidation:rule="!(has(self.defMemPerNode) && has(self.defMemPerCPU))",message="set at most one of defMemPerNode and defMemPerCPU: Slurm takes one default memory per job"
 type SlurmConfig struct {
 	// Partitions of the cluster. When empty, one default partition "main" holds every worker.
 	// +listType=map
@@ -122,12 +123,26 @@ type SlurmConfig struct {
 	// +optional
 	Partitions []Partition `json:"partitions,omitempty"`
 
-	// DefMemPerNode is the memory in MiB a job gets per node when it asks for none (DefMemPerNode).
+	// DefMemPerNode is the memory in MiB a job gets per node when it asks for none
+	// (DefMemPerNode). Unset, and with defMemPerCPU unset, a job gets memory per CPU
+	// (DefMemPerCPU): a worker's RealMemory divided by its CPUs, when both are known from
+	// spec.slurmNodes.worker.resources. It must not exceed a worker's RealMemory.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	DefMemPerNode *int64 `json:"defMemPerNode,omitempty"`
 
-	// DefCPUPerGPU is the CPUs a job gets per GPU when it asks for none (DefCpuPerGPU).
+	// DefMemPerCPU is the memory in MiB a job gets per allocated CPU when it asks for none
+	// (DefMemPerCPU). Unset, it is a worker's RealMemory divided by its CPUs, so that a job with
+	// a node's every CPU gets the node's memory, and a job with one GPU gets its GPU's share.
+	// Times a worker's CPUs, it must not exceed the worker's RealMemory.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	DefMemPerCPU *int64 `json:"defMemPerCPU,omitempty"`
+
+	// DefCPUPerGPU is the CPUs a job gets per GPU when it asks for none (DefCpuPerGPU). Unset,
+	// it is a worker's CPUs divided by its GPUs, so a job asking for every GPU of a node gets the
+	// node's CPUs. Times a worker's GPUs, it must not exceed the worker's CPUs: a job asking for
+	// every GPU without -c could never start.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024
 	// +optional

@@ -505,6 +505,11 @@ func (in *SlurmConfig) DeepCopyInto(out *SlurmConfig) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.DefMemPerCPU != nil {
+		in, out := &in.DefMemPerCPU, &out.DefMemPerCPU
+		*out = new(int64)
+		**out = **in
+	}
 	if in.DefCPUPerGPU != nil {
 		in, out := &in.DefCPUPerGPU, &out.DefCPUPerGPU
 		*out = new(int32)

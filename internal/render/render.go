@@ -16,6 +16,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 	"github.com/slurm-k8s/slurm-operator/internal/render/login"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmctld"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 )
@@ -37,6 +38,9 @@ func All(in base.Input) ([]Part, error) {
 		in.ClusterDomain = base.DefaultClusterDomain
 	}
 	sc := in.Cluster
+	if _, err := slurmconf.Defaults(in); err != nil {
+		return nil, err
+	}
 	parts := []Part{{Component: SharedComponent, Objects: []client.Object{
 		shared.MungeKeySecret(in),
 		shared.JWTKeySecret(in),

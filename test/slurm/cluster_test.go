@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -43,6 +44,8 @@ func spec(t testing.TB, workers int32) *slurmv1alpha1.SlurmCluster {
 	sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]string{gpu.LabelPresent: "true"}}}
 	sc.Spec.SlurmNodes.Worker.K8sNodeFilterName = "gpu"
 	sc.Spec.SlurmNodes.Worker.Size = workers
+	// Two CPUs (what this machine has) and 4 GiB: the scheduling defaults are derived from them.
+	sc.Spec.SlurmNodes.Worker.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")}
 	sc.Spec.SlurmNodes.Accounting = slurmv1alpha1.Accounting{Enabled: true, MariadbOperator: &slurmv1alpha1.MariadbOperator{Enabled: true}}
 	sc.Spec.SlurmConfig.ExtraSlurmConf = []slurmv1alpha1.ConfigLine{"SchedulerParameters=bf_interval=5"}
 	return sc
@@ -218,6 +221,30 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		}
 		if out, err := c.Exec(ctx, loginHost, "srun", "-N1", "--gres=gpu:3", "--immediate=5", "true"); err == nil {
 			t.Fatalf("srun --gres=gpu:3 was accepted on a 2-GPU worker: %s", out)
+		}
+	})
+
+	t.Run("jobs that ask for GPUs only: two one-GPU jobs share a worker, one with every GPU gets the whole node", func(t *testing.T) {
+		cfg := login(t, ctx, c, "scontrol", "show", "config")
+		for _, want := range []string{"JobDefaults             = DefCpuPerGPU=1", "DefMemPerCPU            = 1536"} {
+			if !strings.Contains(cfg, want) {
+				t.Fatalf("%q not in force:\n%s", want, cfg)
+			}
+		}
+		a := sbatch(t, ctx, c, "-w", "worker-0", "--gres=gpu:1", "--wrap", "sleep 120")
+		b := sbatch(t, ctx, c, "-w", "worker-0", "--gres=gpu:1", "--wrap", "sleep 120")
+		defer func() { _, _ = c.Exec(ctx, loginHost, "scancel", a, b) }()
+		if err := c.WaitFor(ctx, "both one-GPU jobs running on worker-0", func() (bool, error) {
+			out, err := c.Exec(ctx, loginHost, "squeue", "-h", "-j", a+","+b, "-o", "%T")
+			return err == nil && strings.Join(strings.Fields(out), " ") == "RUNNING RUNNING", nil
+		}); err != nil {
+			out, _ := c.Exec(ctx, loginHost, "squeue", "-j", a+","+b, "-o", "%i %T %r")
+			t.Fatalf("%v: %s", err, out)
+		}
+		// The whole node: 2 CPUs and RealMemory (3072 MiB, shown as 3G).
+		out := login(t, ctx, c, "srun", "-w", "worker-1", "--gres=gpu:2", "--immediate=30", "sh", "-c", "scontrol show job $SLURM_JOB_ID")
+		if !strings.Contains(out, "AllocTRES=cpu=2,mem=3G,") {
+			t.Fatalf("a job with every GPU of worker-1 did not get the whole node (cpu=2,mem=3G):\n%s", out)
 		}
 	})
 

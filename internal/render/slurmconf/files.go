@@ -106,11 +106,17 @@ func slurmBaseConf(in base.Input) string {
 		w.kv("GresTypes", "gpu")
 	}
 	cfg := spec.SlurmConfig
-	if cfg.DefMemPerNode != nil {
-		w.kv("DefMemPerNode", *cfg.DefMemPerNode)
+	// A spec whose defaults make whole-node jobs impossible is refused before rendering
+	// (render.All); what is written here is then consistent.
+	defaults, _ := Defaults(in)
+	if defaults.MemPerNodeMiB > 0 {
+		w.kv("DefMemPerNode", defaults.MemPerNodeMiB)
 	}
-	if cfg.DefCPUPerGPU != nil && in.GPU.Total() > 0 {
-		w.kv("DefCpuPerGPU", *cfg.DefCPUPerGPU)
+	if defaults.MemPerCPUMiB > 0 {
+		w.kv("DefMemPerCPU", defaults.MemPerCPUMiB)
+	}
+	if defaults.CPUPerGPU > 0 {
+		w.kv("DefCpuPerGPU", defaults.CPUPerGPU)
 	}
 	if cfg.CompleteWait != nil {
 		w.kv("CompleteWait", *cfg.CompleteWait)
