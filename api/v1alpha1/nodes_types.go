@@ -115,6 +115,15 @@ type Worker struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
+	// CPUTopology is the CPUs of a worker's host as slurmd finds them: sockets, cores per
+	// socket, threads per core. With it, the node line describes the host (Sockets,
+	// CoresPerSocket, ThreadsPerCore, CPUs = their product), so that task binding and GPU-CPU
+	// affinity follow the NUMA layout; CPUs the worker's CPU limit leaves out are reserved for the
+	// system (CoreSpecCount), and with gresAutoDetect off each socket's GPUs are bound to its
+	// cores (gres.conf Cores=; NVML finds that itself). Unset: CPUs alone, from the CPU limit.
+	// +optional
+	CPUTopology *CPUTopology `json:"cpuTopology,omitempty"`
+
 	// SharedMemorySize sizes /dev/shm of each worker, a memory-backed volume (NCCL and PyTorch
 	// DataLoader workers need far more than a container runtime's 64 MiB). Its pages count
 	// against the worker's memory limit. Unset: as large as the pod's memory limit allows.
@@ -349,4 +358,21 @@ type Exporter struct {
 	// Resources of the exporter container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// CPUTopology is a host's CPU layout: for a dual-socket H100 host, 2 sockets of 56 cores with 2
+// threads each (224 CPUs).
+type CPUTopology struct {
+	// Sockets per host.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Sockets int32 `json:"sockets"`
+	// CoresPerSocket is the physical cores of each socket.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=512
+	CoresPerSocket int32 `json:"coresPerSocket"`
+	// ThreadsPerCore is the hardware threads of each core (2 with SMT on).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	ThreadsPerCore int32 `json:"threadsPerCore"`
 }

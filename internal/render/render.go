@@ -38,6 +38,9 @@ func All(in base.Input) ([]Part, error) {
 		in.ClusterDomain = base.DefaultClusterDomain
 	}
 	sc := in.Cluster
+	if err := slurmconf.CheckTopology(sc); err != nil {
+		return nil, err
+	}
 	if _, err := slurmconf.Defaults(in); err != nil {
 		return nil, err
 	}

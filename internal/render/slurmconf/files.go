@@ -171,7 +171,12 @@ func nodeLine(in base.Input) string {
 		"NodeHostname=" + Range(sc.ComponentName(slurmv1alpha1.ComponentWorker), n),
 	}
 	res := WorkerResources(sc)
-	if res.CPUs > 0 {
+	if t := res.Topology; t != nil {
+		parts = append(parts, fmt.Sprintf("CPUs=%d Sockets=%d CoresPerSocket=%d ThreadsPerCore=%d", t.HostCPUs(), t.Sockets, t.CoresPerSocket, t.ThreadsPerCore))
+		if t.CoreSpecCount > 0 {
+			parts = append(parts, fmt.Sprintf("CoreSpecCount=%d", t.CoreSpecCount))
+		}
+	} else if res.CPUs > 0 {
 		parts = append(parts, fmt.Sprintf("CPUs=%d", res.CPUs))
 	}
 	if res.RealMemoryMiB > 0 {
@@ -259,12 +264,26 @@ func gresConf(in base.Input) string {
 	if in.GPU.Count > 1 {
 		files = fmt.Sprintf("/dev/nvidia[0-%d]", in.GPU.Count-1)
 	}
-	parts := []string{"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), in.WorkerCount()), "Name=gpu"}
+	prefix := []string{"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), in.WorkerCount()), "Name=gpu"}
 	if in.GPU.Type != "" {
-		parts = append(parts, "Type="+in.GPU.Type)
+		prefix = append(prefix, "Type="+in.GPU.Type)
 	}
-	parts = append(parts, "File="+files)
-	w.line(strings.Join(parts, " "))
+	// With the host's topology, each socket's share of the GPUs is bound to its cores (GPUs
+	// split evenly across sockets, in order, as on HGX and DGX hosts), so a job's tasks run
+	// next to their GPUs. Slurm numbers cores socket by socket.
+	if t := WorkerResources(in.Cluster).Topology; t != nil && int64(in.GPU.Count)%t.Sockets == 0 {
+		per := int64(in.GPU.Count) / t.Sockets
+		for s := int64(0); s < t.Sockets; s++ {
+			files := fmt.Sprintf("/dev/nvidia%d", s*per)
+			if per > 1 {
+				files = fmt.Sprintf("/dev/nvidia[%d-%d]", s*per, (s+1)*per-1)
+			}
+			cores := fmt.Sprintf("%d-%d", s*t.CoresPerSocket, (s+1)*t.CoresPerSocket-1)
+			w.line(strings.Join(append(append([]string{}, prefix...), "File="+files, "Cores="+cores), " "))
+		}
+		return w.String()
+	}
+	w.line(strings.Join(append(prefix, "File="+files), " "))
 	return w.String()
 }
 

@@ -1,6 +1,8 @@
 package slurmconf
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -22,9 +24,23 @@ func MemoryHeadroomMiB(totalMiB int64) int64 {
 
 // NodeResources are the CPUs and memory a worker offers to Slurm jobs.
 type NodeResources struct {
+	// CPUs jobs can use: the CPU limit (or request), or with a topology and no limit, the host's.
 	CPUs          int64
 	RealMemoryMiB int64
+	// Topology, when the spec gives it: the host's CPUs (Sockets × CoresPerSocket ×
+	// ThreadsPerCore) and the cores kept for the system because the CPU limit leaves them out.
+	Topology *Topology
 }
+
+// Topology is the node line's description of a worker's host.
+type Topology struct {
+	Sockets, CoresPerSocket, ThreadsPerCore int64
+	// CoreSpecCount is the cores reserved for the system (slurmd, sshd, the OS).
+	CoreSpecCount int64
+}
+
+// HostCPUs is Sockets × CoresPerSocket × ThreadsPerCore.
+func (t Topology) HostCPUs() int64 { return t.Sockets * t.CoresPerSocket * t.ThreadsPerCore }
 
 // WorkerResources derives a worker's Slurm CPUs and RealMemory from its container's limits (or
 // requests). Zero means unknown: the key is left out and slurmd reports the hardware.
@@ -43,6 +59,19 @@ func WorkerResources(sc *slurmv1alpha1.SlurmCluster) NodeResources {
 	if _, milli, ok := pick(corev1.ResourceCPU); ok {
 		out.CPUs = milli / 1000 // whole CPUs only
 	}
+	if t := sc.Spec.SlurmNodes.Worker.CPUTopology; t != nil {
+		topo := Topology{Sockets: int64(t.Sockets), CoresPerSocket: int64(t.CoresPerSocket), ThreadsPerCore: int64(t.ThreadsPerCore)}
+		switch host := topo.HostCPUs(); {
+		case out.CPUs == 0 || out.CPUs > host:
+			// No limit: the whole host. A limit above the host is refused (CheckTopology).
+			out.CPUs = host
+		case out.CPUs < host:
+			// Whole cores the limit leaves out are kept for the system; jobs get the rest.
+			topo.CoreSpecCount = (host - out.CPUs + topo.ThreadsPerCore - 1) / topo.ThreadsPerCore
+			out.CPUs = host - topo.CoreSpecCount*topo.ThreadsPerCore
+		}
+		out.Topology = &topo
+	}
 	if bytes, _, ok := pick(corev1.ResourceMemory); ok {
 		total := bytes / (1024 * 1024)
 		if mem := total - MemoryHeadroomMiB(total); mem > 0 {
@@ -50,4 +79,25 @@ func WorkerResources(sc *slurmv1alpha1.SlurmCluster) NodeResources {
 		}
 	}
 	return out
+}
+
+// CheckTopology refuses a CPU limit larger than the host spec.slurmNodes.worker.cpuTopology
+// describes: Slurm would be told of CPUs the host does not have.
+func CheckTopology(sc *slurmv1alpha1.SlurmCluster) error {
+	t := sc.Spec.SlurmNodes.Worker.CPUTopology
+	if t == nil {
+		return nil
+	}
+	host := int64(t.Sockets) * int64(t.CoresPerSocket) * int64(t.ThreadsPerCore)
+	r := sc.Spec.SlurmNodes.Worker.Resources
+	for _, list := range []corev1.ResourceList{r.Limits, r.Requests} {
+		if q, ok := list[corev1.ResourceCPU]; ok {
+			if q.MilliValue()/1000 > host {
+				return fmt.Errorf("spec.slurmNodes.worker.resources: %s CPUs, more than the %d of spec.slurmNodes.worker.cpuTopology (%d sockets × %d cores × %d threads)",
+					q.String(), host, t.Sockets, t.CoresPerSocket, t.ThreadsPerCore)
+			}
+			break
+		}
+	}
+	return nil
 }
