@@ -8,26 +8,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/slurm-k8s/slurm-operator/internal/gpu"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // CacheOptions keep only the operator's own Secrets and ConfigMaps in memory, not every Secret
 // of the cluster (others, such as a user's database password, are read through the API
-// reader), of Pods only the operator's, and of Nodes only GPU nodes, slimmed down to labels
-// and allocatable GPUs.
+// reader), of Pods only the operator's (slimmed to what it reads), and of Nodes only their
+// labels, allocatable GPUs, cordon and readiness: the GPU shape and the workers' node health.
 //
 // With namespaces, only SlurmClusters and children in those namespaces are watched (a namespaced
 // install, whose Roles grant nothing elsewhere); nodes, which belong to no namespace, still are.
 func CacheOptions(namespaces ...string) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{base.LabelManagedBy: base.ManagedBy})
-	gpuNodes := labels.SelectorFromSet(labels.Set{gpu.LabelPresent: "true"})
 	opts := cache.Options{DefaultTransform: compactManagedFields, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}:      {Label: managed},
 		&corev1.ConfigMap{}:   {Label: managed},
 		&appsv1.StatefulSet{}: {Transform: slimStatefulSet},
-		&corev1.Node{}:        {Label: gpuNodes, Transform: slimNode},
+		&corev1.Node{}:        {Transform: slimNode},
 		&corev1.Pod{}:         {Label: managed, Transform: slimPod},
 	}}
 	if len(namespaces) > 0 {
@@ -78,6 +76,7 @@ func slimPod(obj any) (any, error) {
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
 	}}
+	slim.Spec.NodeName = p.Spec.NodeName
 	slim.Status.Phase = p.Status.Phase
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -87,7 +86,8 @@ func slimPod(obj any) (any, error) {
 	return slim, nil
 }
 
-// slimNode keeps of a Node only what the GPU shape needs: name, labels and allocatable GPUs.
+// slimNode keeps of a Node only what the GPU shape and node health need: name, labels,
+// allocatable GPUs, cordon and readiness.
 // Heartbeats and images change node status all the time; the cache need not hold them.
 func slimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
@@ -97,6 +97,12 @@ func slimNode(obj any) (any, error) {
 	slim := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels,
 	}}
+	slim.Spec.Unschedulable = n.Spec.Unschedulable
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
 	if q, ok := n.Status.Allocatable[slurmfacts.GPUResource]; ok {
 		slim.Status.Allocatable = corev1.ResourceList{slurmfacts.GPUResource: q}
 	}

@@ -21,6 +21,11 @@ import (
 // update revision.
 
 func workerPod(ctx SpecContext, ns, cluster string, i int, revision string, ready bool) {
+	workerPodOn(ctx, ns, cluster, i, revision, ready, "")
+}
+
+// workerPodOn is workerPod scheduled to a node (as the scheduler would bind it).
+func workerPodOn(ctx SpecContext, ns, cluster string, i int, revision string, ready bool, nodeName string) {
 	sc := &slurmv1alpha1.SlurmCluster{}
 	sc.Name, sc.Namespace = cluster, ns
 	labels := base.Labels(sc, slurmv1alpha1.ComponentWorker)
@@ -28,7 +33,7 @@ func workerPod(ctx SpecContext, ns, cluster string, i int, revision string, read
 	labels[base.LabelPodIndex] = strconv.Itoa(i)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-worker-%d", cluster, i), Namespace: ns, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
+		Spec:       corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
 	}
 	Expect(k8sClient.Create(ctx, p)).To(Succeed())
 	status := corev1.ConditionFalse

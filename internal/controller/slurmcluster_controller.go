@@ -137,7 +137,7 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Owns(&batchv1.Job{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(gpuShapeChanged())).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(nodeChangeMatters())).
 		WatchesRawSource(source.Channel(r.apis.changed, handler.EnqueueRequestsFromMapFunc(r.allClusters))).
 		Named("slurmcluster").
 		Complete(r)

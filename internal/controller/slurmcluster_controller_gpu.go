@@ -42,15 +42,23 @@ func (r *SlurmClusterReconciler) allClusters(ctx context.Context, _ client.Objec
 	return reqs
 }
 
-// gpuShapeChanged lets through node events that can change a GPU shape: a GPU node appearing
-// or leaving, a change of a GPU label, or of allocatable GPUs. Other label or status changes
-// are dropped before they cause a reconcile.
-func gpuShapeChanged() predicate.Predicate {
+// nodeChangeMatters lets through node events that can change a GPU shape or a worker's node
+// health: a GPU node appearing or leaving, a change of a GPU label, of allocatable GPUs, of
+// the cordon or of readiness. Other label or status changes (heartbeats, images) are dropped
+// before they cause a reconcile; so are nodes without GPUs appearing or leaving (no worker
+// runs on a node that is not there yet, and a worker's pod leaves with its node).
+func nodeChangeMatters() predicate.Predicate {
+	gpuNode := func(o client.Object) bool { return o.GetLabels()[gpu.LabelPresent] == "true" }
 	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return gpuNode(e.Object) },
+		DeleteFunc: func(e event.DeleteEvent) bool { return gpuNode(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldN, ok1 := e.ObjectOld.(*corev1.Node)
 			newN, ok2 := e.ObjectNew.(*corev1.Node)
 			if !ok1 || !ok2 {
+				return true
+			}
+			if oldN.Spec.Unschedulable != newN.Spec.Unschedulable || nodeReady(oldN) != nodeReady(newN) {
 				return true
 			}
 			for k, v := range newN.Labels {

@@ -103,6 +103,7 @@ func (r *SlurmClusterReconciler) phases() []phase {
 		{name: "prune", run: r.prune},
 		{name: "observe children", run: r.observeChildren, always: true},
 		{name: "update workers", run: r.rollWorkers},
+		{name: "follow node health", run: r.followNodeHealth},
 		{name: "label busy workers", run: r.labelBusyWorkers},
 	}
 }

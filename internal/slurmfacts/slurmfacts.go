@@ -72,6 +72,9 @@ const (
 	DrainPodStopping = DrainReasonPrefix + "pod stopping"
 	// DrainHealth starts the reason of a node the health check drained.
 	DrainHealth = DrainReasonPrefix + "health:"
+	// DrainKubernetesNode starts the reason of a worker whose Kubernetes node is cordoned, not
+	// ready, or short of GPUs; the rest of the reason says which.
+	DrainKubernetesNode = DrainReasonPrefix + "kubernetes node"
 )
 
 // GPUResource is the extended resource the NVIDIA device plugin advertises, and the resource

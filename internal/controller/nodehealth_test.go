@@ -1,0 +1,95 @@
+package controller_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
+)
+
+var _ = Describe("Kubernetes node health against a real Slurm cluster", func() {
+	It("drains a worker whose node is cordoned or not ready, resumes it when healthy, and leaves an admin's drain alone", func(ctx SpecContext) {
+		ns, sc := minimalCluster(ctx, "health", 2, nil)
+		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 2)
+		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+
+		// Two Kubernetes nodes, ready, each running one worker pod.
+		nodeNames := []string{ns + "-node-a", ns + "-node-b"}
+		for i, name := range nodeNames {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			Expect(k8sClient.Create(ctx, n)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, n)).To(Succeed()) })
+			setReady(ctx, name, corev1.ConditionTrue)
+			workerPodOn(ctx, ns, "health", i, "rev", true, name)
+		}
+		node := func(name string) func(Gomega) slurm.Node {
+			return func(g Gomega) slurm.Node {
+				n, err := client.Node(ctx, name)
+				g.Expect(err).NotTo(HaveOccurred())
+				return n
+			}
+		}
+		Consistently(func(g Gomega) { g.Expect(node("worker-1")(g).Has("DRAIN")).To(BeFalse()) }).WithTimeout(3 * time.Second).Should(Succeed())
+
+		By("cordoning node-b: worker-1 is drained, naming the node")
+		cordon(ctx, nodeNames[1], true)
+		Eventually(func(g Gomega) {
+			n := node("worker-1")(g)
+			g.Expect(n.Has("DRAIN")).To(BeTrue())
+			g.Expect(n.Reason).To(Equal(slurmfacts.DrainKubernetesNode + " " + nodeNames[1] + " is cordoned"))
+		}).WithTimeout(timeout).Should(Succeed())
+
+		By("uncordoning it: the drain is lifted")
+		cordon(ctx, nodeNames[1], false)
+		Eventually(func(g Gomega) { g.Expect(node("worker-1")(g).Has("DRAIN")).To(BeFalse()) }).WithTimeout(timeout).Should(Succeed())
+
+		By("node-b not ready: drained again, saying so")
+		setReady(ctx, nodeNames[1], corev1.ConditionFalse)
+		Eventually(func(g Gomega) {
+			g.Expect(node("worker-1")(g).Reason).To(Equal(slurmfacts.DrainKubernetesNode + " " + nodeNames[1] + " is not ready"))
+		}).WithTimeout(timeout).Should(Succeed())
+		setReady(ctx, nodeNames[1], corev1.ConditionTrue)
+		Eventually(func(g Gomega) { g.Expect(node("worker-1")(g).Has("DRAIN")).To(BeFalse()) }).WithTimeout(timeout).Should(Succeed())
+
+		By("an admin drains worker-0 first, then node-a is cordoned and uncordoned: the admin's drain stays")
+		_, err := cluster.Exec(hctx, "health-login-0", "scontrol", "update", "nodename=worker-0", "state=drain", "reason=disk check by admin")
+		Expect(err).NotTo(HaveOccurred())
+		cordon(ctx, nodeNames[0], true)
+		Consistently(func(g Gomega) { g.Expect(node("worker-0")(g).Reason).To(Equal("disk check by admin")) }).WithTimeout(4 * time.Second).Should(Succeed())
+		cordon(ctx, nodeNames[0], false)
+		Consistently(func(g Gomega) {
+			n := node("worker-0")(g)
+			g.Expect(n.Has("DRAIN")).To(BeTrue())
+			g.Expect(n.Reason).To(Equal("disk check by admin"))
+		}).WithTimeout(4 * time.Second).Should(Succeed())
+	})
+})
+
+func cordon(ctx SpecContext, name string, on bool) {
+	Eventually(func() error {
+		n := &corev1.Node{}
+		if err := k8sClient.Get(ctx, key("", name), n); err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = on
+		return k8sClient.Update(ctx, n)
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+func setReady(ctx SpecContext, name string, status corev1.ConditionStatus) {
+	Eventually(func() error {
+		n := &corev1.Node{}
+		if err := k8sClient.Get(ctx, key("", name), n); err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		return k8sClient.Status().Update(ctx, n)
+	}).WithTimeout(timeout).Should(Succeed())
+}

@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
+)
+
+// followNodeHealth tells Slurm what Kubernetes knows of the workers' nodes. A worker whose node
+// is cordoned (kubectl cordon or drain, a node upgrade), not ready, or has fewer allocatable GPUs
+// than a worker uses (the device plugin took an unhealthy GPU out) is drained in Slurm, with a
+// reason that names the node and what is wrong: running jobs finish, no new job lands there.
+// When the node is healthy again, that drain, and only that one, is lifted: an admin's drain, a
+// scale-down's or an update's, or the health check's, stays. When Slurm cannot be asked, nothing
+// is changed.
+func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconcileScope) error {
+	sc, o := s.desired, s.facts
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker))); err != nil {
+		return fmt.Errorf("list worker pods: %w", err)
+	}
+	problems := map[string]string{} // Slurm node name → what is wrong with its Kubernetes node
+	placed := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		placed++
+		node := &corev1.Node{}
+		if err := r.Get(ctx, types.NamespacedName{Name: p.Spec.NodeName}, node); err != nil {
+			continue // gone: the pod goes with it
+		}
+		if why := nodeProblem(node, int64(o.gpu.GPU.Count)); why != "" {
+			problems[slurmName(p)] = fmt.Sprintf("%s %s %s", slurmfacts.DrainKubernetesNode, node.Name, why)
+		}
+	}
+	if placed == 0 {
+		return nil
+	}
+	nodes := o.slurmNodes
+	if !o.slurmReached {
+		var err error
+		if nodes, err = r.slurmFor(s).Nodes(ctx); err != nil {
+			if !errors.Is(err, slurm.ErrIncompleteAnswer) {
+				return nil // Slurm cannot be asked: change nothing
+			}
+		} else {
+			o.slurmNodes, o.slurmReached = nodes, true
+		}
+	}
+	api := r.slurmFor(s)
+	for _, n := range nodes {
+		ours := strings.HasPrefix(n.Reason, slurmfacts.DrainKubernetesNode+" ")
+		switch why, bad := problems[n.Name]; {
+		case bad && !n.Has("DRAIN") && !n.Has("DOWN") && !n.Has("FAIL"):
+			log.FromContext(ctx).Info("draining a worker whose Kubernetes node is unhealthy", "node", n.Name, "reason", why)
+			if err := api.Drain(ctx, n.Name, why); err != nil {
+				return fmt.Errorf("drain %s: %w", n.Name, err)
+			}
+		case bad && ours && n.Reason != why:
+			// Still unhealthy, for another reason now: say the current one.
+			if err := api.Drain(ctx, n.Name, why); err != nil {
+				return fmt.Errorf("drain %s: %w", n.Name, err)
+			}
+		case !bad && ours && n.Has("DRAIN"):
+			log.FromContext(ctx).Info("resuming a worker whose Kubernetes node is healthy again", "node", n.Name)
+			if _, err := api.ResumeIfOwned(ctx, n.Name); err != nil {
+				return fmt.Errorf("resume %s: %w", n.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// nodeProblem says what keeps a Kubernetes node from running jobs, or "" when nothing does.
+// gpus is how many GPUs a worker uses (0: none, not checked).
+func nodeProblem(n *corev1.Node, gpus int64) string {
+	switch {
+	case n.Spec.Unschedulable:
+		return "is cordoned"
+	case !nodeReady(n):
+		return "is not ready"
+	}
+	if gpus > 0 {
+		have := n.Status.Allocatable[slurmfacts.GPUResource]
+		if v := have.Value(); v < gpus {
+			return fmt.Sprintf("has %d of %d GPUs allocatable", v, gpus)
+		}
+	}
+	return ""
+}
+
+// nodeReady reports whether the node's Ready condition is True. A node with no Ready condition
+// (never reported) is not ready.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
