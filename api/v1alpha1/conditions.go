@@ -94,6 +94,10 @@ const (
 	ReasonReconcileFailed = "ReconcileFailed"
 	// ReasonApplyFailed: the API server refused some objects.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonSpecValueNotUsed: a value of the spec was not used, and the cluster runs with
+	// another (a scheduling default with which a job asking for a whole node could not start);
+	// the message names the field and the value used.
+	ReasonSpecValueNotUsed = "SpecValueNotUsed"
 	// ReasonOptionalAPIMissing: an optional object (ServiceMonitor) is left out: its API is not served.
 	ReasonOptionalAPIMissing = "OptionalAPIMissing"
 

@@ -77,6 +77,14 @@ func slimPod(obj any) (any, error) {
 		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
 	}}
 	slim.Spec.NodeName = p.Spec.NodeName
+	// The GPUs each container asked for: node health compares them with the node's.
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Limits[slurmfacts.GPUResource]; ok {
+			slim.Spec.Containers = append(slim.Spec.Containers, corev1.Container{
+				Name: c.Name, Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{slurmfacts.GPUResource: q}},
+			})
+		}
+	}
 	slim.Status.Phase = p.Status.Phase
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {

@@ -62,7 +62,8 @@ type SlurmClusterReconciler struct {
 	// created maps a child (createdKey) to when the operator created it (createdAt).
 	created      sync.Map
 	createdSwept atomic.Value
-	// statusWritten maps a SlurmCluster's UID to the status last written (writtenStatus).
+	// statusWritten maps a SlurmCluster's namespaced name to the status last written
+	// (writtenStatus); forgotten when the SlurmCluster is gone.
 	statusWritten sync.Map
 	// apis answers which optional APIs are served (set up by SetupWithManager).
 	apis *optionalAPIWatcher
@@ -95,6 +96,9 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	sc := &slurmv1alpha1.SlurmCluster{}
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.statusWritten.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !sc.DeletionTimestamp.IsZero() {

@@ -61,6 +61,9 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
+// apply writes one child with server-side apply, unless it is as desired already. It returns
+// the child as the API server answered, when it was applied or read from the API server (nil
+// when the cache's copy was enough).
 func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1.SlurmCluster, obj client.Object) (*unstructured.Unstructured, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if err := controllerutil.SetControllerReference(owner, obj, r.Scheme); err != nil {
@@ -84,17 +87,24 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 	if err != nil {
 		return nil, err
 	}
+	// seen is the object as the API server answered, when it was asked (not through the cache).
+	var seen *unstructured.Unstructured
 	if !found && r.justCreated(gvk, key, hash) {
 		// The cache has not seen a create this operator made a moment ago: ask the API server
 		// rather than apply it a second time.
 		if err := r.APIReader.Get(ctx, key, live); err == nil {
 			found = true
+			// Observed as the API server has it, not as the lagging cache does.
+			if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live); err == nil {
+				seen = &unstructured.Unstructured{Object: u}
+				seen.SetGroupVersionKind(gvk)
+			}
 		} else if !apierrors.IsNotFound(err) {
 			return nil, err
 		}
 	}
 	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash && (isKeySecret(owner, live) || !r.editedByOthers(live)) {
-		return nil, nil
+		return seen, nil
 	}
 	if _, job := live.(*batchv1.Job); found && job {
 		// A Job's template cannot change, and a Job that ran does not run again: a new one is
@@ -184,7 +194,7 @@ func (r *SlurmClusterReconciler) forgetOldCreates(now time.Time) {
 	}
 	r.created.Range(func(k, v any) bool {
 		if now.Sub(v.(createdAt).at) >= time.Minute {
-			r.created.Delete(k)
+			r.created.CompareAndDelete(k, v)
 		}
 		return true
 	})

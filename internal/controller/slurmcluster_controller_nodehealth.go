@@ -19,50 +19,52 @@ import (
 
 // followNodeHealth tells Slurm what Kubernetes knows of the workers' nodes. A worker whose node
 // is cordoned (kubectl cordon or drain, a node upgrade), not ready, or has fewer allocatable GPUs
-// than a worker uses (the device plugin took an unhealthy GPU out) is drained in Slurm, with a
+// than the worker pod asked for (the device plugin took an unhealthy GPU out) is drained in Slurm, with a
 // reason that names the node and what is wrong: running jobs finish, no new job lands there.
-// When the node is healthy again, that drain, and only that one, is lifted: an admin's drain, a
-// scale-down's or an update's, or the health check's, stays. When Slurm cannot be asked, nothing
+// When the node is healthy again (and the worker stays: its ordinal is below the size), that
+// drain, and only that one, is lifted: an admin's drain, a scale-down's or an update's, or the
+// health check's, stays. When Slurm cannot be asked, nothing
 // is changed.
 func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconcileScope) error {
-	sc, o := s.desired, s.facts
+	sc := s.desired
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker))); err != nil {
 		return fmt.Errorf("list worker pods: %w", err)
 	}
-	problems := map[string]string{} // Slurm node name → what is wrong with its Kubernetes node
-	placed := 0
+	// problems maps a Slurm node name to what is wrong with its Kubernetes node; healthy holds
+	// the workers known to be fine: placed, staying, their node read and sound. A worker that is
+	// neither (its pod not placed yet or leaving, its node gone or unread, its ordinal above the
+	// size) is left as it is.
+	problems, healthy := map[string]string{}, map[string]bool{}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		placed++
 		node := &corev1.Node{}
 		if err := r.Get(ctx, types.NamespacedName{Name: p.Spec.NodeName}, node); err != nil {
-			continue // gone: the pod goes with it
+			continue
 		}
-		if why := nodeProblem(node, int64(o.gpu.GPU.Count)); why != "" {
-			problems[slurmName(p)] = fmt.Sprintf("%s %s %s", slurmfacts.DrainKubernetesNode, node.Name, why)
+		name := slurmName(p)
+		if why := nodeProblem(node, podGPUs(p)); why != "" {
+			problems[name] = fmt.Sprintf("%s %s %s", slurmfacts.DrainKubernetesNode, node.Name, why)
+		} else if int32(ordinal(p)) < sc.Spec.SlurmNodes.Worker.Size {
+			healthy[name] = true
 		}
 	}
-	if placed == 0 {
+	if len(problems) == 0 && len(healthy) == 0 {
 		return nil
 	}
-	nodes := o.slurmNodes
-	if !o.slurmReached {
-		var err error
-		if nodes, err = r.slurmFor(s).Nodes(ctx); err != nil {
-			if !errors.Is(err, slurm.ErrIncompleteAnswer) {
-				return nil // Slurm cannot be asked: change nothing
-			}
-		} else {
-			o.slurmNodes, o.slurmReached = nodes, true
-		}
-	}
+	// Asked now, not taken from an earlier phase: the scale-down and the update may have
+	// drained nodes in this reconcile (the client asks again after a drain).
 	api := r.slurmFor(s)
+	nodes, err := api.Nodes(ctx)
+	if err != nil && !errors.Is(err, slurm.ErrIncompleteAnswer) {
+		return nil // Slurm cannot be asked: change nothing
+	}
 	for _, n := range nodes {
 		ours := strings.HasPrefix(n.Reason, slurmfacts.DrainKubernetesNode+" ")
-		switch why, bad := problems[n.Name]; {
+		why, bad := problems[n.Name]
+		switch {
 		case bad && !n.Has("DRAIN") && !n.Has("DOWN") && !n.Has("FAIL"):
 			log.FromContext(ctx).Info("draining a worker whose Kubernetes node is unhealthy", "node", n.Name, "reason", why)
 			if err := api.Drain(ctx, n.Name, why); err != nil {
@@ -73,7 +75,7 @@ func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconc
 			if err := api.Drain(ctx, n.Name, why); err != nil {
 				return fmt.Errorf("drain %s: %w", n.Name, err)
 			}
-		case !bad && ours && n.Has("DRAIN"):
+		case healthy[n.Name] && ours && n.Has("DRAIN"):
 			log.FromContext(ctx).Info("resuming a worker whose Kubernetes node is healthy again", "node", n.Name)
 			if _, err := api.ResumeIfOwned(ctx, n.Name); err != nil {
 				return fmt.Errorf("resume %s: %w", n.Name, err)
@@ -83,8 +85,18 @@ func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconc
 	return nil
 }
 
+// podGPUs is the GPUs a worker pod's containers asked for.
+func podGPUs(p corev1.Pod) int64 {
+	var n int64
+	for _, c := range p.Spec.Containers {
+		q := c.Resources.Limits[slurmfacts.GPUResource]
+		n += q.Value()
+	}
+	return n
+}
+
 // nodeProblem says what keeps a Kubernetes node from running jobs, or "" when nothing does.
-// gpus is how many GPUs a worker uses (0: none, not checked).
+// gpus is how many GPUs the worker pod on it asked for (0: none, not checked).
 func nodeProblem(n *corev1.Node, gpus int64) string {
 	switch {
 	case n.Spec.Unschedulable:

@@ -27,6 +27,8 @@ type observed struct {
 	// childrenUnknown is true when the children could not be read: their conditions keep what
 	// they said before.
 	childrenUnknown bool
+	// renderWarnings are spec values the render did not use (Degraded says which).
+	renderWarnings []string
 	// renderReason is the condition reason of renderErr (slurmv1alpha1.ReasonRenderFailed when empty).
 	renderReason string
 	gpu          gpu.Result

@@ -185,6 +185,7 @@ func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcil
 		s.facts.renderErr = err
 		return errHalt
 	}
+	s.facts.renderWarnings = render.Warnings(in)
 	s.parts = parts
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -90,6 +91,9 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	}
 	if o.phaseErr != nil {
 		add(slurmv1alpha1.ReasonReconcileFailed, o.phaseErr.Error())
+	}
+	if len(o.renderWarnings) > 0 {
+		add(slurmv1alpha1.ReasonSpecValueNotUsed, strings.Join(o.renderWarnings, "; "))
 	}
 	if len(o.applyErrs) > 0 {
 		add(slurmv1alpha1.ReasonApplyFailed, "the API server refused "+strings.Join(o.applyErrs, "; "))
@@ -218,7 +222,7 @@ func (r *SlurmClusterReconciler) updateStatus(ctx context.Context, sc *slurmv1al
 	// The versions the cache may show until it shows this write: the one read, and, when the
 	// read one was already behind an earlier write of ours, those that write left behind.
 	before := map[string]bool{sc.ResourceVersion: true}
-	if w, ok := r.statusWritten.Load(sc.UID); ok && w.(writtenStatus).before[sc.ResourceVersion] {
+	if w, ok := r.statusWritten.Load(client.ObjectKeyFromObject(sc)); ok && w.(writtenStatus).uid == sc.UID && w.(writtenStatus).before[sc.ResourceVersion] {
 		for v := range w.(writtenStatus).before {
 			before[v] = true
 		}
@@ -228,13 +232,14 @@ func (r *SlurmClusterReconciler) updateStatus(ctx context.Context, sc *slurmv1al
 	if err := r.Status().Patch(ctx, sc, patch); err != nil {
 		return err
 	}
-	r.statusWritten.Store(sc.UID, writtenStatus{before: before, after: sc.ResourceVersion, status: next})
+	r.statusWritten.Store(client.ObjectKeyFromObject(sc), writtenStatus{uid: sc.UID, before: before, after: sc.ResourceVersion, status: next})
 	return nil
 }
 
 // writtenStatus is the status the operator last wrote on a SlurmCluster: the resourceVersions
 // of the object before that write (which a lagging cache may still show), and after it.
 type writtenStatus struct {
+	uid    types.UID
 	before map[string]bool
 	after  string
 	status slurmv1alpha1.SlurmClusterStatus
@@ -245,8 +250,8 @@ type writtenStatus struct {
 // way to the cache. Without it, a reconcile in between would take the old status for the
 // current one, write the same status again and record its condition changes twice.
 func (r *SlurmClusterReconciler) ownStatus(sc *slurmv1alpha1.SlurmCluster) {
-	if w, ok := r.statusWritten.Load(sc.UID); ok {
-		if w := w.(writtenStatus); w.before[sc.ResourceVersion] {
+	if w, ok := r.statusWritten.Load(client.ObjectKeyFromObject(sc)); ok {
+		if w := w.(writtenStatus); w.uid == sc.UID && w.before[sc.ResourceVersion] {
 			sc.Status = *w.status.DeepCopy()
 		}
 	}

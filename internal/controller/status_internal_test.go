@@ -184,3 +184,19 @@ func TestAStoppedReconcileKeepsScalingAndUpdating(t *testing.T) {
 		}
 	}
 }
+
+// A spec value the render did not use makes the cluster Degraded, naming it, while the cluster
+// stays Available.
+func TestASpecValueNotUsedIsDegradedButAvailable(t *testing.T) {
+	sc := statusCluster()
+	o := &observed{controller: sts(1, 1), worker: sts(2, 2), login: sts(1, 1), gpu: gpu.Result{Consistent: true, Reason: slurmv1alpha1.ReasonFromSpec},
+		renderWarnings: []string{"spec.slurmConfig.defCpuPerGPU is not used: …; 12 is used"}}
+	st := computeStatus(sc, slurmv1alpha1.SlurmClusterStatus{}, o)
+	d := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionDegraded)
+	if d == nil || d.Status != metav1.ConditionTrue || d.Reason != slurmv1alpha1.ReasonSpecValueNotUsed || !strings.Contains(d.Message, "spec.slurmConfig.defCpuPerGPU") {
+		t.Fatalf("Degraded: %+v", d)
+	}
+	if a := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionAvailable); a.Reason == slurmv1alpha1.ReasonRenderFailed {
+		t.Fatalf("Available says the render failed: %+v", a)
+	}
+}

@@ -29,3 +29,11 @@ func RestdURL(sc *slurmv1alpha1.SlurmCluster, clusterDomain string) string {
 	}
 	return slurmctld.RestdURL(sc, clusterDomain)
 }
+
+// Warnings are the spec's values the render did not use, each naming its field and what was
+// used instead (a scheduling default with which a whole-node job could not start). The
+// controller reports them in the Degraded condition; the cluster is rendered all the same.
+func Warnings(in base.Input) []string {
+	_, warnings := slurmconf.Defaults(in)
+	return warnings
+}

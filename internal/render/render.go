@@ -38,10 +38,10 @@ func All(in base.Input) ([]Part, error) {
 		in.ClusterDomain = base.DefaultClusterDomain
 	}
 	sc := in.Cluster
-	if err := slurmconf.CheckTopology(sc); err != nil {
+	if err := base.CheckHostKeys(in.Keys.SSHHost); err != nil {
 		return nil, err
 	}
-	if _, err := slurmconf.Defaults(in); err != nil {
+	if err := slurmconf.CheckTopology(sc); err != nil {
 		return nil, err
 	}
 	parts := []Part{{Component: SharedComponent, Objects: []client.Object{

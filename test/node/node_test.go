@@ -173,11 +173,12 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		}
 	})
 
-	t.Run("jobs get the sized /dev/shm and the pod's DNS", func(t *testing.T) {
-		out := e.ssh(login, "srun -N1 sh -c 'df -k --output=size /dev/shm | tail -1; getent hosts node-controller-0 >/dev/null && echo resolves'")
+	t.Run("jobs get the sized /dev/shm, the pod's DNS and unlimited locked memory", func(t *testing.T) {
+		// The login shell's locked-memory limit is lowered: the job must get slurmd's (RDMA).
+		out := e.ssh(login, "ulimit -l 64; srun -N1 sh -c 'df -k --output=size /dev/shm | tail -1; getent hosts node-controller-0 >/dev/null && echo resolves; ulimit -l'")
 		f := strings.Fields(out)
-		if len(f) < 2 || f[0] != "1048576" || f[1] != "resolves" {
-			t.Fatalf("want a 1 GiB /dev/shm and the controller's name resolved in the jail, got:\n%s", out)
+		if len(f) < 3 || f[0] != "1048576" || f[1] != "resolves" || f[2] != "unlimited" {
+			t.Fatalf("want a 1 GiB /dev/shm, the controller's name resolved in the jail and unlimited locked memory, got:\n%s", out)
 		}
 	})
 

@@ -248,6 +248,13 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a job's locked-memory limit is slurmd's, not the submitting shell's", func(t *testing.T) {
+		out := login(t, ctx, c, "sh", "-c", "ulimit -l 64; srun -N1 sh -c 'ulimit -l'")
+		if strings.TrimSpace(out) == "64" {
+			t.Fatalf("the job inherited the login shell's 64 KiB locked-memory limit: RDMA would fail (PropagateResourceLimitsExcept=MEMLOCK not in force)")
+		}
+	})
+
 	t.Run("sbatch, then sacct through slurmdbd and MariaDB shows COMPLETED and the exit code", func(t *testing.T) {
 		ok := sbatch(t, ctx, c, "--wrap", "echo hello")
 		bad := sbatch(t, ctx, c, "--wrap", "exit 3")

@@ -79,7 +79,7 @@ func TestLoginNodesTakeKeysOnlyAndNewKeysWithoutARestart(t *testing.T) {
 	if _, err := c.Exec(ctx, loginHost, "mkdir", "-p", "/run/sshd"); err != nil {
 		t.Fatal(err)
 	}
-	args := base.SSHDArgs(r.in.Cluster.Spec.SlurmNodes.Login.Sshd.Port, r.in.Keys.SSHHost)
+	args := base.SSHDArgs(r.in.Cluster.Spec.SlurmNodes.Login.Sshd.Port)
 	if out, err := c.Exec(ctx, loginHost, append(args, "-t")...); err != nil {
 		t.Fatalf("sshd rejects the rendered arguments: %v %s", err, out)
 	}

@@ -1,7 +1,9 @@
 package base
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -37,18 +39,29 @@ var SSHHostKeysMount = corev1.VolumeMount{Name: VolumeSSHHostKeys, MountPath: Ho
 // SSHHostKeysBind puts the mounted host keys where SSHDArgs has sshd read them.
 var SSHHostKeysBind = JailBind{Source: HostKeysMountDir, Target: SSHHostKeysDir, ReadOnly: true}
 
-// hostKeyTypes are the SSH host key types sshd is given, in the order it offers them.
-var hostKeyTypes = []string{"ed25519", "ecdsa", "rsa"}
+// HostKeyFiles are the SSH host keys sshd is given, in the order it offers them. A new cluster's
+// Secret holds the first two; one made before RSA keys were dropped holds all three. sshd skips
+// a file that is not there (it logs it) and offers the others; the list is fixed so that what
+// the Secret holds never changes a pod template.
+var HostKeyFiles = []string{"ssh_host_ed25519_key", "ssh_host_ecdsa_key", "ssh_host_rsa_key"}
+
+// CheckHostKeys refuses a host key Secret sshd could use none of: sshd would fall back to the
+// image's own keys, or exit.
+func CheckHostKeys(keys map[string][]byte) error {
+	for _, f := range HostKeyFiles {
+		if len(keys[f]) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("the SSH host keys Secret holds none of %s", strings.Join(HostKeyFiles, ", "))
+}
 
 // SSHDArgs are sshd's arguments on login and worker nodes: key-only logins, the shared host
-// keys the cluster's Secret holds (hostKeys, keyed by file name), root's keys from the
-// operator's ConfigMap, and each user's own ~/.ssh/authorized_keys.
-func SSHDArgs(port int32, hostKeys map[string][]byte) []string {
+// keys, root's keys from the operator's ConfigMap, and each user's own ~/.ssh/authorized_keys.
+func SSHDArgs(port int32) []string {
 	args := []string{"/usr/sbin/sshd", "-D", "-e", "-p", strconv.Itoa(int(port))}
-	for _, t := range hostKeyTypes {
-		if name := "ssh_host_" + t + "_key"; hostKeys[name] != nil {
-			args = append(args, "-o", "HostKey="+SSHHostKeysDir+"/"+name)
-		}
+	for _, f := range HostKeyFiles {
+		args = append(args, "-o", "HostKey="+SSHHostKeysDir+"/"+f)
 	}
 	return append(args,
 		"-o", "AuthorizedKeysFile=.ssh/authorized_keys",

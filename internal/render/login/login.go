@@ -105,7 +105,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sshd := base.Container(sc, corev1.Container{
 		Name:         "sshd",
 		Image:        sc.Spec.Images.Login,
-		Command:      base.JailExec(binds, base.SSHDArgs(spec.Sshd.Port, in.Keys.SSHHost)...),
+		Command:      base.JailExec(binds, base.SSHDArgs(spec.Sshd.Port)...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    *spec.Resources.DeepCopy(),

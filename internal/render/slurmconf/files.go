@@ -95,6 +95,10 @@ func slurmBaseConf(in base.Input) string {
 	w.kv("SelectType", "select/cons_tres")
 	w.kv("SelectTypeParameters", "CR_Core_Memory")
 	w.kv("MpiDefault", "none")
+	w.comment("Jobs take every limit of the shell that submitted them but the locked-memory one, which")
+	w.comment("is slurmd's (unlimited): RDMA (NCCL, MPI over InfiniBand or RoCE) pins its buffers, and a")
+	w.comment("login container's default of a few MiB would make it fall back to TCP or fail.")
+	w.kv("PropagateResourceLimitsExcept", "MEMLOCK")
 	w.kv("ReturnToService", 2)
 	w.kv("SlurmctldTimeout", 60)
 	w.kv("SlurmdTimeout", 120)
@@ -106,8 +110,8 @@ func slurmBaseConf(in base.Input) string {
 		w.kv("GresTypes", "gpu")
 	}
 	cfg := spec.SlurmConfig
-	// A spec whose defaults make whole-node jobs impossible is refused before rendering
-	// (render.All); what is written here is then consistent.
+	// A spec value that would make whole-node jobs impossible is replaced; the controller
+	// reports it (render.Warnings).
 	defaults, _ := Defaults(in)
 	if defaults.MemPerNodeMiB > 0 {
 		w.kv("DefMemPerNode", defaults.MemPerNodeMiB)

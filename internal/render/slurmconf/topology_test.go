@@ -45,8 +45,8 @@ func TestTheNodeLineDescribesTheHostsTopology(t *testing.T) {
 			if err := CheckTopology(tc.in.Cluster); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Defaults(tc.in); err != nil {
-				t.Fatal(err)
+			if _, warnings := Defaults(tc.in); len(warnings) > 0 {
+				t.Fatal(warnings)
 			}
 			files := Files(tc.in)
 			var b strings.Builder

@@ -110,7 +110,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sshd := base.Container(sc, corev1.Container{
 		Name:            "sshd",
 		Image:           sc.Spec.Images.Worker,
-		Command:         base.JailExec(sshdBinds, base.SSHDArgs(22, in.Keys.SSHHost)...),
+		Command:         base.JailExec(sshdBinds, base.SSHDArgs(22)...),
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
 		VolumeMounts:    append(nodeMounts, base.SSHHostKeysMount),
@@ -144,6 +144,8 @@ const TerminationGracePeriodSeconds = 300
 // that one: an admin's or another part of the operator's reason stays) is lifted first, so a
 // restarted worker takes jobs again.
 const SlurmdScript = `node=$SLURM_NODE_NAME
+# Jobs get slurmd's locked-memory limit (PropagateResourceLimitsExcept=MEMLOCK): RDMA needs it.
+ulimit -l unlimited 2>/dev/null || echo "cannot raise the locked-memory limit: RDMA in jobs will be limited to $(ulimit -l) KiB" >&2
 if scontrol show node "$node" -o 2>/dev/null | grep -qF 'Reason=` + slurmfacts.DrainPodStopping + ` ['; then
   scontrol update nodename="$node" state=resume && echo "lifted the drain this pod set when it stopped"
 fi
