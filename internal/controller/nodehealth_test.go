@@ -46,6 +46,11 @@ var _ = Describe("Kubernetes node health against a real Slurm cluster", func() {
 			g.Expect(n.Reason).To(Equal(slurmfacts.DrainKubernetesNode + " " + nodeNames[1] + " is cordoned"))
 		}).WithTimeout(timeout).Should(Succeed())
 
+		Eventually(func(g Gomega) {
+			v, _ := metricValue("slurm_operator_workers_drained_for_node_health", map[string]string{"namespace": ns, "slurmcluster": "health"})
+			g.Expect(v).To(Equal(1.0))
+		}).WithTimeout(timeout).Should(Succeed())
+
 		By("uncordoning it: the drain is lifted")
 		cordon(ctx, nodeNames[1], false)
 		Eventually(func(g Gomega) { g.Expect(node("worker-1")(g).Has("DRAIN")).To(BeFalse()) }).WithTimeout(timeout).Should(Succeed())

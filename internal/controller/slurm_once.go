@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
@@ -19,7 +20,9 @@ type slurmOnce struct {
 
 func (c *slurmOnce) Nodes(ctx context.Context) ([]slurm.Node, error) {
 	if !c.fetched {
+		start := time.Now()
 		c.nodes, c.err = c.api.Nodes(ctx)
+		observeSlurm("nodes", time.Since(start), c.err)
 		c.fetched = true
 	}
 	return c.nodes, c.err
@@ -27,10 +30,16 @@ func (c *slurmOnce) Nodes(ctx context.Context) ([]slurm.Node, error) {
 
 func (c *slurmOnce) Drain(ctx context.Context, name, reason string) error {
 	c.fetched = false
-	return c.api.Drain(ctx, name, reason)
+	start := time.Now()
+	err := c.api.Drain(ctx, name, reason)
+	observeSlurm("drain", time.Since(start), err)
+	return err
 }
 
 func (c *slurmOnce) ResumeIfOwned(ctx context.Context, name string) (bool, error) {
 	c.fetched = false
-	return c.api.ResumeIfOwned(ctx, name)
+	start := time.Now()
+	ok, err := c.api.ResumeIfOwned(ctx, name)
+	observeSlurm("resume", time.Since(start), err)
+	return ok, err
 }

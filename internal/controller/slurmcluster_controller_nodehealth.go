@@ -61,6 +61,9 @@ func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconc
 	if err != nil && !errors.Is(err, slurm.ErrIncompleteAnswer) {
 		return nil // Slurm cannot be asked: change nothing
 	}
+	if err == nil {
+		s.facts.slurmNodes, s.facts.slurmReached = nodes, true
+	}
 	for _, n := range nodes {
 		ours := strings.HasPrefix(n.Reason, slurmfacts.DrainKubernetesNode+" ")
 		why, bad := problems[n.Name]

@@ -117,7 +117,9 @@ func (r *SlurmClusterReconciler) runPhases(ctx context.Context, s *reconcileScop
 			continue
 		}
 		log.FromContext(ctx).V(1).Info("phase", "phase", p.name)
+		start := time.Now()
 		err := p.run(ctx, s)
+		observePhase(p.name, time.Since(start), err)
 		switch {
 		case err == nil:
 		case errors.Is(err, errHalt):

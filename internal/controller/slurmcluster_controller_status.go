@@ -214,6 +214,7 @@ func loginEndpoint(svc *corev1.Service) string {
 // changed state. An unchanged status is not written.
 func (r *SlurmClusterReconciler) updateStatus(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, desired *slurmv1alpha1.SlurmCluster, o *observed) error {
 	next := computeStatus(desired, sc.Status, o)
+	observeCluster(desired, next, o, time.Now())
 	if equality.Semantic.DeepEqual(next, sc.Status) {
 		return nil
 	}

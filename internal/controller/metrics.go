@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
+)
+
+// The operator's own metrics, served with controller-runtime's on the manager's metrics
+// endpoint (docs/observability.md lists them). Per-cluster series carry the namespace and the
+// SlurmCluster's name, and are dropped when the cluster is deleted.
+var (
+	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "slurm_operator_reconcile_phase_duration_seconds",
+		Help:    "How long each phase of a SlurmCluster reconcile took.",
+		Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15},
+	}, []string{"phase"})
+	phaseErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slurm_operator_reconcile_phase_errors_total",
+		Help: "Phases of SlurmCluster reconciles that failed (an API error; a spec the status explains is not one).",
+	}, []string{"phase"})
+	slurmRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slurm_operator_slurm_requests_total",
+		Help: "Requests to slurmctld through slurmrestd, by call and result (ok, error).",
+	}, []string{"call", "result"})
+	slurmRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "slurm_operator_slurm_request_duration_seconds",
+		Help:    "How long requests to slurmctld through slurmrestd took, by call.",
+		Buckets: []float64{0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15},
+	}, []string{"call"})
+	workersLeaving = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_scale_down_workers_waiting",
+		Help: "Workers a scale-down keeps until their jobs end (drained in Slurm, still in the StatefulSet).",
+	}, []string{"namespace", "slurmcluster"})
+	scaleDownWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_scale_down_waiting_seconds",
+		Help: "How long the current scale-down has waited for jobs (0 when none waits).",
+	}, []string{"namespace", "slurmcluster"})
+	nodeHealthDrained = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_workers_drained_for_node_health",
+		Help: "Workers drained because their Kubernetes node is cordoned, not ready or short of GPUs.",
+	}, []string{"namespace", "slurmcluster"})
+	jailPopulated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_jail_populated",
+		Help: "1 when the cluster's jail is populated (or not managed), else 0.",
+	}, []string{"namespace", "slurmcluster"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
+		workersLeaving, scaleDownWaiting, nodeHealthDrained, jailPopulated)
+}
+
+// observePhase records one phase's duration, and its failure when err is a real error.
+func observePhase(name string, took time.Duration, err error) {
+	phaseDuration.WithLabelValues(name).Observe(took.Seconds())
+	if err != nil && err != errHalt {
+		phaseErrors.WithLabelValues(name).Inc()
+	}
+}
+
+// observeSlurm records one request to Slurm.
+func observeSlurm(call string, took time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	slurmRequests.WithLabelValues(call, result).Inc()
+	slurmRequestDuration.WithLabelValues(call).Observe(took.Seconds())
+}
+
+// observeCluster records a cluster's gauges from what the reconcile found and the status it
+// computed.
+func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmClusterStatus, o *observed, now time.Time) {
+	ns, name := sc.Namespace, sc.Name
+	if o.scalingDecided {
+		leaving, waited := 0.0, 0.0
+		if o.scaling.active {
+			leaving = float64(o.scaling.replicas - sc.Spec.SlurmNodes.Worker.Size)
+			if c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionScalingDown); c != nil && c.Status == "True" {
+				waited = now.Sub(c.LastTransitionTime.Time).Seconds()
+			}
+		}
+		workersLeaving.WithLabelValues(ns, name).Set(leaving)
+		scaleDownWaiting.WithLabelValues(ns, name).Set(waited)
+	}
+	if o.slurmReached {
+		drained := 0.0
+		for _, n := range o.slurmNodes {
+			if n.Has("DRAIN") && strings.HasPrefix(n.Reason, slurmfacts.DrainKubernetesNode+" ") {
+				drained++
+			}
+		}
+		nodeHealthDrained.WithLabelValues(ns, name).Set(drained)
+	}
+	populated := 0.0
+	if meta.IsStatusConditionTrue(st.Conditions, slurmv1alpha1.ConditionJailPopulated) {
+		populated = 1
+	}
+	jailPopulated.WithLabelValues(ns, name).Set(populated)
+}
+
+// forgetCluster drops a deleted cluster's series.
+func forgetCluster(ns, name string) {
+	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, nodeHealthDrained, jailPopulated} {
+		g.DeleteLabelValues(ns, name)
+	}
+}
