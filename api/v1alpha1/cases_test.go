@@ -72,6 +72,11 @@ func invalidCases() []invalidCase {
 		{"a clusterName with a newline", setTo("spec.clusterName", "a\nControlMachine=x"), "spec.clusterName", "should match"},
 		{"a controller size of 3", setTo("spec.slurmNodes.controller.size", 3), "spec.slurmNodes.controller.size", "less than or equal to 2"},
 		{"a backup controller without a ReadWriteMany spool", setTo("spec.slurmNodes.controller.size", 2), "spec.slurmNodes.controller.size", "ReadWriteMany"},
+		{"a backup controller whose spool is a claim per pod, even ReadWriteMany", func(m map[string]any) {
+			setTo("spec.slurmNodes.controller.size", 2)(m)
+			setTo("spec.slurmNodes.controller.volumes.spool", map[string]any{"volumeClaimTemplateSpec": map[string]any{
+				"accessModes": []any{"ReadWriteMany"}, "resources": map[string]any{"requests": map[string]any{"storage": "10Gi"}}}})(m)
+		}, "spec.slurmNodes.controller.size", "volumeSourceName"},
 		{"a negative worker size", setTo("spec.slurmNodes.worker.size", -1), "spec.slurmNodes.worker.size", "greater than or equal to 0"},
 		{"a worker size above 4096", setTo("spec.slurmNodes.worker.size", 5000), "spec.slurmNodes.worker.size", "less than or equal to 4096"},
 		{"both a default memory per node and per CPU", func(m map[string]any) {

@@ -30,10 +30,11 @@ type SlurmNodes struct {
 }
 
 // Controller configures slurmctld.
-// +kubebuilder:validation:XValidation:rule="!has(self.size) || self.size == 1 || (has(self.volumes) && has(self.volumes.spool) && (has(self.volumes.spool.volumeSourceName) || (has(self.volumes.spool.volumeClaimTemplateSpec.accessModes) && 'ReadWriteMany' in self.volumes.spool.volumeClaimTemplateSpec.accessModes)))",message="size 2 (a backup slurmctld) needs a ReadWriteMany spool: set volumes.spool.volumeSourceName or a volumeClaimTemplateSpec with ReadWriteMany",fieldPath=".size"
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || self.size == 1 || (has(self.volumes) && has(self.volumes.spool) && has(self.volumes.spool.volumeSourceName))",message="size 2 (a backup slurmctld) needs one spool both controllers share: set volumes.spool.volumeSourceName to a ReadWriteMany volume source (a volumeClaimTemplateSpec gives each pod a claim of its own, and the backup would take over with no state)",fieldPath=".size"
 type Controller struct {
 	// Size is 1, or 2 for a backup slurmctld that takes over when the first fails. A backup
-	// needs a spool both can reach (ReadWriteMany).
+	// needs the StateSaveLocation the first wrote: the spool must be one ReadWriteMany volume
+	// source both share (volumes.spool.volumeSourceName), not a claim template (a claim per pod).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=2
 	// +kubebuilder:default=1

@@ -165,3 +165,14 @@ func TestSpoolClaimTemplateIsImmutable(t *testing.T) {
 		t.Fatalf("an unchanged template is refused: %v", errs.ToAggregate())
 	}
 }
+
+// A backup slurmctld with one shared ReadWriteMany spool (a volume source) is accepted.
+func TestABackupControllerWithASharedSpoolIsValid(t *testing.T) {
+	v := loadValidator(t)
+	obj := baseManifest()
+	setTo("spec.slurmNodes.controller.size", 2)(obj)
+	setTo("spec.slurmNodes.controller.volumes.spool", map[string]any{"volumeSourceName": "data"})(obj)
+	if errs := v.Validate(obj, nil); len(errs) > 0 {
+		t.Fatalf("a backup controller on a shared spool was refused: %v", errs.ToAggregate())
+	}
+}
