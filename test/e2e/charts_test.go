@@ -21,13 +21,7 @@ import (
 // TestChartsInstallOnARealAPIServer lints both charts with the real helm and applies what they
 // render, the way the seed document installs a cluster (helm install fpt-hpc ./ -n fpt-hpc).
 func TestChartsInstallOnARealAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs helm and a real API server; run without -short")
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with 'make test'")
-	}
+	assets := realComponents(t, "needs helm and a real API server")
 	helm := filepath.Join(assets, "helm")
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	operatorChart := filepath.Join(root, "charts", "slurm-operator")
@@ -142,4 +136,18 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 // helmEnv keeps helm's cache, configuration and data in the test's temporary folders.
 func helmEnv(t *testing.T) []string {
 	return append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+}
+
+// realComponents skips the test under -short (it says why) and otherwise demands the API server,
+// etcd, kubectl and helm that hack/test-assets.sh builds; it returns their folder.
+func realComponents(t *testing.T, why string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why + "; run without -short")
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with 'make test'")
+	}
+	return assets
 }

@@ -3,7 +3,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,12 +13,7 @@ import (
 // TestTheDemoShowsAReconciledCluster runs the README's run command the way a user does
 // (the manager with --local, here with --local-once so it exits) and checks what it prints.
 func TestTheDemoShowsAReconciledCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a local control plane; run without -short")
-	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with 'make test'")
-	}
+	realComponents(t, "starts a local control plane")
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

@@ -30,13 +30,7 @@ import (
 // passes: a cluster in a watched namespace is reconciled with the Roles alone (a missing right
 // would show in Degraded), and one elsewhere is left alone.
 func TestNamespacedInstall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs helm and a real API server; run without -short")
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with 'make test'")
-	}
+	assets := realComponents(t, "needs helm and a real API server")
 	root := fixtures.RepoRoot()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

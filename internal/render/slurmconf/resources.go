@@ -96,6 +96,12 @@ func CheckTopology(sc *slurmv1alpha1.SlurmCluster) error {
 				return fmt.Errorf("spec.slurmNodes.worker.resources: %s CPUs, more than the %d of spec.slurmNodes.worker.cpuTopology (%d sockets × %d cores × %d threads)",
 					q.String(), host, t.Sockets, t.CoresPerSocket, t.ThreadsPerCore)
 			}
+			// The cores the limit leaves out are kept for the system; at least one whole core
+			// must be left to jobs, or Slurm refuses the node.
+			if q.MilliValue()/1000 < int64(t.ThreadsPerCore) {
+				return fmt.Errorf("spec.slurmNodes.worker.resources: %s CPUs, less than one core of spec.slurmNodes.worker.cpuTopology (%d threads): jobs would have no CPU",
+					q.String(), t.ThreadsPerCore)
+			}
 			break
 		}
 	}

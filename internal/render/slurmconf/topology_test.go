@@ -68,3 +68,10 @@ func TestACPULimitAboveTheHostIsRefused(t *testing.T) {
 		t.Fatalf("want a refusal naming the field and the host's 224 CPUs, got %v", err)
 	}
 }
+
+func TestACPULimitBelowOneCoreIsRefused(t *testing.T) {
+	in := topologyInput(&slurmv1alpha1.CPUTopology{Sockets: 2, CoresPerSocket: 56, ThreadsPerCore: 2}, "1", "64Gi", 0, "")
+	if err := CheckTopology(in.Cluster); err == nil || !strings.Contains(err.Error(), "less than one core") {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+}
