@@ -119,6 +119,7 @@ func invalidCases() []invalidCase {
 		{"accounting with two databases", setTo("spec.slurmNodes.accounting", map[string]any{"enabled": true, "mariadbOperator": map[string]any{"enabled": true}, "externalDB": map[string]any{"host": "db", "user": "slurm", "passwordSecretKeyRef": map[string]any{"name": "s", "key": "p"}}}), "spec.slurmNodes.accounting", "exactly one database"},
 		{"an external database on port 0", setTo("spec.slurmNodes.accounting", map[string]any{"enabled": true, "externalDB": map[string]any{"host": "db", "port": 0, "user": "slurm", "passwordSecretKeyRef": map[string]any{"name": "s", "key": "p"}}}), "spec.slurmNodes.accounting.externalDB.port", "greater than or equal to 1"},
 		{"an extra slurm.conf line with a newline", setTo("spec.slurmConfig.extraSlurmConf", []any{"MaxJobCount=10\nSlurmUser=root"}), "spec.slurmConfig.extraSlurmConf[0]", "single line"},
+		{"an extra SlurmctldParameters line without configless", setTo("spec.slurmConfig.extraSlurmConf", []any{"MaxJobCount=10", " slurmctldparameters=idle_on_node_suspend"}), "spec.slurmConfig.extraSlurmConf", "enable_configless"},
 		{"a prolog with a newline", setTo("spec.slurmConfig.prolog", "/bin/true\nEpilog=/x"), "spec.slurmConfig.prolog", "should match"},
 		{"partition options with a newline", setTo("spec.slurmConfig.partitions[0].options", "MaxNodes=2\nNodeName=x"), "spec.slurmConfig.partitions[0].options", "should match"},
 		{"partition options that set Nodes", setTo("spec.slurmConfig.partitions[0].options", "Nodes=worker-0"), "spec.slurmConfig.partitions[0].options", "Nodes"},

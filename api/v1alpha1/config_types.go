@@ -182,7 +182,10 @@ type SlurmConfig struct {
 	CgroupConfig map[string]CgroupValue `json:"cgroupConfig,omitempty"`
 
 	// ExtraSlurmConf are raw slurm.conf lines included after the generated settings, so they win.
+	// A SlurmctldParameters line must keep enable_configless: workers fetch their config from
+	// slurmctld.
 	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)slurmctldparameters *=') || l.contains('enable_configless'))",message="a SlurmctldParameters line must keep enable_configless: workers fetch their config from slurmctld"
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	ExtraSlurmConf []ConfigLine `json:"extraSlurmConf,omitempty"`

@@ -64,8 +64,8 @@ func slimStatefulSet(obj any) (any, error) {
 	return compactManagedFields(s)
 }
 
-// slimPod keeps of a pod what the operator reads: its name, labels (busy, revision, index),
-// deletion and readiness. A worker pod's spec (scripts, volumes) is most of its size, and
+// slimPod keeps of a pod what the operator reads: its name, labels (busy, revision, index), the
+// config version it was nudged with, node, GPUs, deletion and readiness. A worker pod's spec (scripts, volumes) is most of its size, and
 // thousands of workers would keep it in memory for nothing.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
@@ -76,6 +76,9 @@ func slimPod(obj any) (any, error) {
 		Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp,
 	}}
+	if v, ok := p.Annotations[AnnotationConfigSeen]; ok {
+		slim.Annotations = map[string]string{AnnotationConfigSeen: v}
+	}
 	slim.Spec.NodeName = p.Spec.NodeName
 	// The GPUs each container asked for: node health compares them with the node's.
 	for _, c := range p.Spec.Containers {

@@ -36,10 +36,13 @@ func (r *SlurmClusterReconciler) applyAll(ctx context.Context, s *reconcileScope
 	var conflict error
 	for _, p := range s.parts {
 		for _, obj := range p.Objects {
-			applied, err := r.apply(ctx, s.cluster, obj)
+			applied, written, err := r.apply(ctx, s.cluster, obj)
 			switch {
 			case err == nil:
 				s.remember(applied)
+				if written {
+					s.noteWritten(obj)
+				}
 			case apierrors.IsConflict(err):
 				conflict = err
 			default:
@@ -63,15 +66,15 @@ func apiMessage(err error) string {
 
 // apply writes one child with server-side apply, unless it is as desired already. It returns
 // the child as the API server answered, when it was applied or read from the API server (nil
-// when the cache's copy was enough).
-func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1.SlurmCluster, obj client.Object) (*unstructured.Unstructured, error) {
+// when the cache's copy was enough), and whether it wrote it.
+func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1.SlurmCluster, obj client.Object) (*unstructured.Unstructured, bool, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if err := controllerutil.SetControllerReference(owner, obj, r.Scheme); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	hash, err := objectHash(obj)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Read through the cache: a typed object for kinds the scheme knows, unstructured otherwise.
 	var live client.Object
@@ -85,7 +88,7 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 	key := client.ObjectKeyFromObject(obj)
 	found, err := r.getOptional(ctx, key, live)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// seen is the object as the API server answered, when it was asked (not through the cache).
 	var seen *unstructured.Unstructured
@@ -100,20 +103,20 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 				seen.SetGroupVersionKind(gvk)
 			}
 		} else if !apierrors.IsNotFound(err) {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash && (isKeySecret(owner, live) || !r.editedByOthers(live)) {
-		return seen, nil
+		return seen, false, nil
 	}
 	if _, job := live.(*batchv1.Job); found && job {
 		// A Job's template cannot change, and a Job that ran does not run again: a new one is
 		// made when its name changes (a new image, an overwrite), never an edit of this one.
-		return nil, nil
+		return nil, false, nil
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	desired := &unstructured.Unstructured{Object: u}
 	desired.SetGroupVersionKind(gvk)
@@ -127,14 +130,14 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 	unstructured.RemoveNestedField(desired.Object, "status")
 	log.FromContext(ctx).V(1).Info("applying", "kind", gvk.Kind, "name", obj.GetName(), "created", !found)
 	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.FieldOwner(base.ManagedBy), client.ForceOwnership); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// desired now holds the object as the API server stored it.
 	r.applied.Store(desired.GetUID(), desired.GetResourceVersion())
 	if !found {
 		r.created.Store(createdKey(gvk, key), createdAt{hash: hash, at: time.Now()})
 	}
-	return desired, nil
+	return desired, true, nil
 }
 
 // isKeySecret reports whether obj is one of the cluster's key Secrets. Their content is the

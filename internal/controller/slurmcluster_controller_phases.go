@@ -39,6 +39,16 @@ type reconcileScope struct {
 	// fresh holds the children this reconcile applied, as the API server answered: the cache
 	// may not have them yet when the children are observed.
 	fresh map[freshKey]*unstructured.Unstructured
+	// written are the children this reconcile wrote.
+	written map[freshKey]bool
+}
+
+// noteWritten records that the reconcile wrote obj.
+func (s *reconcileScope) noteWritten(obj client.Object) {
+	if s.written == nil {
+		s.written = map[freshKey]bool{}
+	}
+	s.written[freshKey{kind: obj.GetObjectKind().GroupVersionKind().Kind, name: obj.GetName()}] = true
 }
 
 type freshKey struct {
@@ -101,6 +111,7 @@ func (r *SlurmClusterReconciler) phases() []phase {
 		{name: "hold a jail overwrite", run: r.holdJailOverwrite},
 		{name: "apply", run: r.applyAll},
 		{name: "prune", run: r.prune},
+		{name: "nudge config readers", run: r.nudgeConfigReaders},
 		{name: "observe children", run: r.observeChildren, always: true},
 		{name: "update workers", run: r.rollWorkers},
 		{name: "follow node health", run: r.followNodeHealth},

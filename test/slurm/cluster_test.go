@@ -24,6 +24,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
@@ -84,8 +85,13 @@ func render(t testing.TB, sc *slurmv1alpha1.SlurmCluster) rendered {
 	return rendered{in: in, files: files, slurmdbd: dbd}
 }
 
+// workerHost is worker i as its pod runs it: named as the pod, and slurmd started by the
+// rendered script, registering as worker-i with its config fetched from slurmctld.
 func workerHost(i int) slurmharness.Host {
-	return slurmharness.Host{Name: fmt.Sprintf("demo-worker-%d", i), SlurmName: fmt.Sprintf("worker-%d", i), GPUs: gpusPerWorker}
+	demo := &slurmv1alpha1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}
+	demo.Spec.SlurmNodes.Controller.Size = 1
+	return slurmharness.Host{Name: fmt.Sprintf("demo-worker-%d", i), SlurmName: fmt.Sprintf("worker-%d", i), GPUs: gpusPerWorker,
+		SlurmdScript: worker.SlurmdScript, SlurmdEnv: []string{"SLURM_CONF_SERVER=" + worker.ConfServer(demo)}}
 }
 
 const (
@@ -311,10 +317,12 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		if err := c.UpdateSlurmFiles(up.files); err != nil {
 			t.Fatal(err)
 		}
+		// No explicit reconfigure: the sidecar notices the new files, and waits for the new
+		// worker's name to resolve before it reconfigures (slurmctld drops a node whose
+		// address does not). The new worker's script starts slurmd once slurmctld lists it.
 		if err := c.AddWorker(ctx, workerHost(3)); err != nil {
 			t.Fatal(err)
 		}
-		// No explicit reconfigure: the sidecar notices the new files.
 		if err := c.WaitFor(ctx, "worker-3 idle", func() (bool, error) {
 			n, err := cl.Node(ctx, "worker-3")
 			return err == nil && n.Has("IDLE") && !n.Has("DRAIN") && !n.Down(), nil
@@ -323,6 +331,12 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		}
 		if got := c.PID(ctlHost, slurmharness.Slurmctld); got != pid {
 			t.Fatalf("slurmctld PID changed %d → %d", pid, got)
+		}
+		// The running workers got the new node list from slurmctld with the reconfigure
+		// (configless), not from their own copy of the files.
+		cached, err := c.Exec(ctx, "demo-worker-0", "cat", slurmfacts.SlurmdSpoolDir+"/conf-cache/slurm-base.conf")
+		if err != nil || !strings.Contains(cached, "NodeName=worker-[0-3] ") {
+			t.Fatalf("worker-0's config from slurmctld lacks worker-3: %v\n%s", err, cached)
 		}
 		waitJob(t, ctx, c, job, "COMPLETED")
 		out := login(t, ctx, c, "srun", "-w", "worker-3", "--gres=gpu:2", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")

@@ -33,6 +33,12 @@ type Host struct {
 	// SlurmdArgs are extra slurmd arguments for a worker, e.g. "-Z", "--conf", "Feature=x"
 	// for a dynamic node.
 	SlurmdArgs []string
+	// SlurmdScript, when set, starts a worker's slurmd instead: /bin/sh -c SlurmdScript with
+	// SLURM_NODE_NAME (SlurmName) and SlurmdEnv in its environment. It must exec slurmd, as a
+	// worker container's script does.
+	SlurmdScript string
+	// SlurmdEnv are NAME=value pairs for SlurmdScript.
+	SlurmdEnv []string
 }
 
 // DB names the accounting database and its user, as slurmdbd.conf uses them.

@@ -429,6 +429,10 @@ func (c *Cluster) startSlurmctld(ctx context.Context, h *host) error {
 }
 
 func (c *Cluster) startSlurmd(h *host) error {
+	if h.SlurmdScript != "" {
+		args := append([]string{"/usr/bin/env", "SLURM_NODE_NAME=" + h.SlurmName}, h.SlurmdEnv...)
+		return c.startDaemon(h, Slurmd, append(args, "/bin/sh", "-c", h.SlurmdScript)...)
+	}
 	args := []string{"/usr/sbin/slurmd", "-D"}
 	if h.SlurmName != "" {
 		args = append(args, "-N", h.SlurmName)

@@ -77,6 +77,9 @@ func slurmBaseConf(in base.Input) string {
 	for i := int32(0); i < spec.SlurmNodes.Controller.Size; i++ {
 		w.kv("SlurmctldHost", ControllerHost(sc, i))
 	}
+	w.comment("Workers fetch this config from slurmctld (slurmd --conf-server), and get every change with")
+	w.comment("scontrol reconfigure, whatever their mounted copy says: a new node list reaches all at once.")
+	w.kv("SlurmctldParameters", "enable_configless")
 	w.kv("SlurmUser", slurmfacts.SlurmUser)
 	w.kv("SlurmctldPort", slurmfacts.SlurmctldPort)
 	w.kv("SlurmdPort", slurmfacts.SlurmdPort)

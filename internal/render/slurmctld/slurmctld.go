@@ -31,22 +31,41 @@ func Service(in base.Input) *corev1.Service {
 }
 
 // ReconfigureScript runs beside slurmctld. The kubelet updates the mounted Slurm config some
-// time after the ConfigMap changes; when the files change, the script runs `scontrol
-// reconfigure` once, so slurmctld and every slurmd pick them up without a restart (they keep
-// their PIDs and running jobs). A failed reconfigure is retried on the next look.
-const ReconfigureScript = `last=""
+// time after the ConfigMap changes (at once when the operator nudges the pod); when the files
+// change, the script runs `scontrol reconfigure` once, so slurmctld and every slurmd pick them
+// up without a restart (they keep their PIDs and running jobs; workers fetch the new files from
+// slurmctld). slurmctld drops a node whose NodeAddr does not resolve, so the script first waits,
+// up to a minute, for every node's address to resolve (a new worker pod's name exists once the
+// pod has an address); a reconfigure made without some is made again once they resolve. A
+// failed reconfigure is retried on the next look.
+const ReconfigureScript = `unresolved() {
+  sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p' /etc/slurm/*.conf | while read -r addrs; do
+    for a in $(scontrol show hostnames "$addrs"); do getent hosts "$a" >/dev/null || echo "$a"; done
+  done
+}
+last=""
+pending=""
+waited=0
 while true; do
   cur=$(cat /etc/slurm/*.conf 2>/dev/null | md5sum)
   if [ -z "$last" ]; then
     last=$cur
     echo "watching /etc/slurm for changes"
-  elif [ "$cur" != "$last" ]; then
-    if scontrol reconfigure; then
-      echo "slurm config changed: reconfigured"
+  elif [ "$cur" != "$last" ] || [ -n "$pending" ]; then
+    missing=$(unresolved)
+    if [ -n "$missing" ] && [ "$cur" != "$last" ] && [ $waited -lt 60 ]; then
+      [ $waited = 0 ] && echo "waiting for node addresses to resolve:" $missing
+      waited=$((waited + 1))
+    elif [ "$cur" = "$last" ] && [ -n "$missing" ]; then
+      : # reconfigured already; waiting for the rest of the addresses
+    elif scontrol reconfigure; then
+      echo "slurm config changed: reconfigured" ${missing:+"(unresolved: $(echo $missing))"}
       last=$cur
+      pending=$missing
+      waited=0
     fi
   fi
-  sleep 5
+  sleep 1
 done
 `
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -86,7 +87,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Name:    "slurmd",
 		Image:   sc.Spec.Images.Worker,
 		Command: base.JailExec(slurmdBinds, "/bin/sh", "-c", SlurmdScript),
-		Env:     env,
+		Env:     append(env, corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)}),
 		Ports: []corev1.ContainerPort{
 			{Name: "slurmd", ContainerPort: slurmfacts.SlurmdPort},
 		},
@@ -140,16 +141,35 @@ const (
 // TerminationGracePeriodSeconds bounds how long a stopping worker waits for its jobs (PreStopScript).
 const TerminationGracePeriodSeconds = 300
 
-// SlurmdScript starts slurmd as this pod's Slurm node. A drain this pod's preStop set (and only
-// that one: an admin's or another part of the operator's reason stays) is lifted first, so a
-// restarted worker takes jobs again.
+// ConfServer is slurmd's --conf-server: every slurmctld, in order. Workers take their config
+// from slurmctld (configless), not from their mounted copy, which the kubelet updates up to a
+// minute late: a new node list reaches every slurmd with the reconfigure that brings it.
+func ConfServer(sc *slurmv1alpha1.SlurmCluster) string {
+	var hosts []string
+	for i := int32(0); i < sc.Spec.SlurmNodes.Controller.Size; i++ {
+		hosts = append(hosts, fmt.Sprintf("%s:%d", sc.PodName(slurmv1alpha1.ComponentController, i), slurmfacts.SlurmctldPort))
+	}
+	return strings.Join(hosts, ",")
+}
+
+// SlurmdScript starts slurmd as this pod's Slurm node, with its config from slurmctld
+// ($SLURM_CONF_SERVER). A new worker waits until slurmctld lists its node (the reconfigure that
+// adds it may come a moment after the pod), rather than failing and backing off. A drain this
+// pod's preStop set (and only that one: an admin's or another part of the operator's reason
+// stays) is lifted first, so a restarted worker takes jobs again.
 const SlurmdScript = `node=$SLURM_NODE_NAME
 # Jobs get slurmd's locked-memory limit (PropagateResourceLimitsExcept=MEMLOCK): RDMA needs it.
 ulimit -l unlimited 2>/dev/null || echo "cannot raise the locked-memory limit: RDMA in jobs will be limited to $(ulimit -l) KiB" >&2
-if scontrol show node "$node" -o 2>/dev/null | grep -qF 'Reason=` + slurmfacts.DrainPodStopping + ` ['; then
+waited=0
+until line=$(scontrol show node "$node" -o 2>/dev/null) && [ -n "$line" ]; do
+  [ $waited = 0 ] && echo "waiting for slurmctld to list node $node"
+  waited=1
+  sleep 1
+done
+if printf '%s\n' "$line" | grep -qF 'Reason=` + slurmfacts.DrainPodStopping + ` ['; then
   scontrol update nodename="$node" state=resume && echo "lifted the drain this pod set when it stopped"
 fi
-exec slurmd -D -N "$node"
+exec slurmd -D -N "$node" --conf-server "$SLURM_CONF_SERVER"
 `
 
 // ReadyScript succeeds when slurmctld has heard from this node: its state is known and not
