@@ -2,8 +2,8 @@
 # A real one-node Kubernetes on this machine, from the binaries hack/test-assets.sh and
 # hack/node-assets.sh build: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 # containerd + runc + the CNI bridge, the kubelet, kube-proxy (iptables) and CoreDNS (on the
-# host, at the pod bridge's address). The node has fake GPUs: two nvidia.com/gpu in its
-# capacity, the GPU Operator's labels, and /dev/nvidia0, /dev/nvidia1 as character devices.
+# host, at the pod bridge's address). The node has fake GPUs: three nvidia.com/gpu in its
+# capacity, the GPU Operator's labels, and /dev/nvidia0..2 as character devices.
 #
 #   hack/node.sh up        start it (needs root); prints the admin kubeconfig's path
 #   hack/node.sh import F  import an OCI image layout folder into the node's containerd
@@ -31,7 +31,7 @@ L=$R/logs
 C=$R/containerd
 GW=10.244.0.1
 SOCK=$C/containerd.sock
-GPUS=${NODE_FAKE_GPUS:-2}
+GPUS=${NODE_FAKE_GPUS:-3}
 export PATH=$BIN:$K8S:$PATH
 
 log() { echo "node: $*" >&2; }

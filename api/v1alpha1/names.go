@@ -48,6 +48,10 @@ func SlurmNodeName(comp Component, i int32) string {
 	return fmt.Sprintf("%s-%d", comp, i)
 }
 
+// NodeNamesServiceName is the headless Service whose endpoints carry the Slurm node names
+// (worker-3, login-1) as DNS host names.
+func (c *SlurmCluster) NodeNamesServiceName() string { return c.Name + "-nodes" }
+
 // ConfigMapName holds slurm.conf, gres.conf, cgroup.conf and plugstack.conf.
 func (c *SlurmCluster) ConfigMapName() string { return c.Name + "-slurm-config" }
 

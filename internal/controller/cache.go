@@ -3,6 +3,7 @@ package controller
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,8 @@ func CacheOptions(namespaces ...string) cache.Options {
 		&appsv1.StatefulSet{}: {Transform: slimStatefulSet},
 		&corev1.Node{}:        {Transform: slimNode},
 		&corev1.Pod{}:         {Label: managed, Transform: slimPod},
+		// Only the operator's: a cluster's EndpointSlices are many and change often.
+		&discoveryv1.EndpointSlice{}: {Label: managed},
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -65,7 +68,7 @@ func slimStatefulSet(obj any) (any, error) {
 }
 
 // slimPod keeps of a pod what the operator reads: its name, labels (busy, revision, index), the
-// config version it was nudged with, node, GPUs, deletion and readiness. A worker pod's spec (scripts, volumes) is most of its size, and
+// config version it was nudged with, node, address, GPUs, deletion and readiness. A worker pod's spec (scripts, volumes) is most of its size, and
 // thousands of workers would keep it in memory for nothing.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
@@ -80,6 +83,7 @@ func slimPod(obj any) (any, error) {
 		slim.Annotations = map[string]string{AnnotationConfigSeen: v}
 	}
 	slim.Spec.NodeName = p.Spec.NodeName
+	slim.Status.PodIP = p.Status.PodIP
 	// The GPUs each container asked for: node health compares them with the node's.
 	for _, c := range p.Spec.Containers {
 		if q, ok := c.Resources.Limits[slurmfacts.GPUResource]; ok {

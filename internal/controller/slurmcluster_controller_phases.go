@@ -186,6 +186,9 @@ func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcil
 	workers := s.facts.scaling.replicas
 	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
 	var err error
+	if in.NodeAddresses, err = r.nodeAddresses(ctx, s.desired); err != nil {
+		return err
+	}
 	if in.Optional, err = r.optionalAPIs(ctx, s.facts); err != nil {
 		return err
 	}

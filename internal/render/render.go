@@ -15,6 +15,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/exporter"
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 	"github.com/slurm-k8s/slurm-operator/internal/render/login"
+	"github.com/slurm-k8s/slurm-operator/internal/render/nodedns"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmctld"
@@ -49,6 +50,8 @@ func All(in base.Input) ([]Part, error) {
 		shared.JWTKeySecret(in),
 		shared.SSHHostKeysSecret(in),
 		shared.SlurmConfigMap(in),
+		nodedns.Service(in),
+		nodedns.EndpointSlice(in),
 	}}}
 
 	ctl, err := slurmctld.StatefulSet(in)

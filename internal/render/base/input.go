@@ -22,6 +22,19 @@ type Input struct {
 	// Workers is how many workers to render (the StatefulSet's replicas and slurm.conf's node
 	// list): the spec's size, or more while leaving workers still drain. Nil: the spec's size.
 	Workers *int32
+	// NodeAddresses are the pod addresses of the cluster's Slurm nodes, by Slurm node name
+	// (controller-0, worker-3, login-1), sorted: the names users ssh to.
+	NodeAddresses []NodeAddress
+}
+
+// NodeAddress is the address of the pod that runs a Slurm node.
+type NodeAddress struct {
+	// Name is the Slurm node name (worker-3).
+	Name string
+	// Pod is the pod's name.
+	Pod string
+	// IP is the pod's address.
+	IP string
 }
 
 // WorkerCount is how many workers to render. The spec's size stays the user's target.

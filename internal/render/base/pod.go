@@ -183,12 +183,15 @@ func JailVolumes(sc *slurmv1alpha1.SlurmCluster, jail slurmv1alpha1.JailVolume, 
 }
 
 // DNSConfig adds search domains so that the pods of the cluster's headless Services resolve by
-// their short names (demo-worker-3) from every pod, as Slurm's NodeAddr and SlurmctldHost need.
+// their short names (demo-worker-3) from every pod, as Slurm's NodeAddr and SlurmctldHost need,
+// and so do the Slurm node names (worker-3, login-1) that users ssh to.
 func DNSConfig(sc *slurmv1alpha1.SlurmCluster, namespace, clusterDomain string) *corev1.PodDNSConfig {
 	var searches []string
 	for _, comp := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentController, slurmv1alpha1.ComponentWorker, slurmv1alpha1.ComponentLogin} {
 		searches = append(searches, strings.Join([]string{sc.HeadlessServiceName(comp), namespace, "svc", clusterDomain}, "."))
 	}
+	// The Slurm node names (worker-3, login-1): see package nodedns.
+	searches = append(searches, strings.Join([]string{sc.NodeNamesServiceName(), namespace, "svc", clusterDomain}, "."))
 	return &corev1.PodDNSConfig{Searches: searches}
 }
 

@@ -72,3 +72,28 @@ func SSHDArgs(port int32) []string {
 		"-o", "PermitRootLogin=prohibit-password",
 	)
 }
+
+// authorizedKeysMountDir is where login and worker sshd containers mount root's authorized
+// keys, to bind them into the jail.
+const authorizedKeysMountDir = PodFilesDir + "/authorized-keys"
+
+const volumeAuthorizedKeys = "authorized-keys"
+
+// AuthorizedKeysVolume is the pod volume of root's authorized keys (sshRootPublicKeys).
+func AuthorizedKeysVolume(sc *slurmv1alpha1.SlurmCluster) corev1.Volume {
+	return corev1.Volume{Name: volumeAuthorizedKeys, VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: sc.AuthorizedKeysConfigMapName()},
+			DefaultMode:          ptr.To[int32](0o444),
+			// A worker need not wait for it: root's keys are the login component's.
+			Optional: ptr.To(true),
+		},
+	}}
+}
+
+// AuthorizedKeysMount mounts root's authorized keys as a directory (never subPath): the kubelet
+// updates it in place when keys change, so no pod restarts.
+var AuthorizedKeysMount = corev1.VolumeMount{Name: volumeAuthorizedKeys, MountPath: authorizedKeysMountDir, ReadOnly: true}
+
+// AuthorizedKeysBind places root's authorized keys where sshd's AuthorizedKeysCommand reads them.
+var AuthorizedKeysBind = JailBind{Source: authorizedKeysMountDir, Target: AuthorizedKeysDir, ReadOnly: true}

@@ -19,7 +19,6 @@ import (
 
 const comp = slurmv1alpha1.ComponentLogin
 
-const volumeAuthorizedKeys = "authorized-keys"
 
 // Service is what users ssh to. Its type, annotations and source ranges come from the spec.
 func Service(in base.Input) *corev1.Service {
@@ -83,24 +82,18 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	volumes := append(base.CommonVolumes(sc), jailVols...)
 	volumes = append(volumes,
 		base.SSHHostKeysVolume(sc),
-		corev1.Volume{Name: volumeAuthorizedKeys, VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: sc.AuthorizedKeysConfigMapName()},
-				DefaultMode:          ptr.To[int32](0o444),
-			},
-		}},
+		base.AuthorizedKeysVolume(sc),
 	)
 	mounts := append(jailMounts,
 		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
 		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 		base.SSHHostKeysMount,
-		// A directory mount (never subPath): the kubelet updates it in place when keys change.
-		corev1.VolumeMount{Name: volumeAuthorizedKeys, MountPath: authorizedKeysMountDir, ReadOnly: true},
+		base.AuthorizedKeysMount,
 	)
 	binds := append([]base.JailBind{
 		{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true},
 		base.SSHHostKeysBind,
-		{Source: authorizedKeysMountDir, Target: base.AuthorizedKeysDir, ReadOnly: true},
+		base.AuthorizedKeysBind,
 	}, subBinds...)
 	sshd := base.Container(sc, corev1.Container{
 		Name:         "sshd",
@@ -131,7 +124,3 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod}), nil
 }
-
-// authorizedKeysMountDir is where the login container mounts root's authorized keys, to bind
-// them into the jail.
-const authorizedKeysMountDir = base.PodFilesDir + "/authorized-keys"

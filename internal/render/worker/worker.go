@@ -43,6 +43,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	volumes := append(base.CommonVolumes(sc), jailVols...)
 	volumes = append(volumes,
 		base.SSHHostKeysVolume(sc),
+		base.AuthorizedKeysVolume(sc),
 		// /dev/shm for jobs: memory-backed, sized by the spec (the runtime's is 64 MiB).
 		corev1.Volume{Name: volumeShm, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: corev1.StorageMediumMemory, SizeLimit: spec.SharedMemorySize,
@@ -80,7 +81,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	)
 	binds := append([]base.JailBind{{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true}}, subBinds...)
 	slurmdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: spoolMountDir, Target: slurmfacts.SlurmdSpoolDir})
-	sshdBinds := append(append([]base.JailBind{}, binds...), base.SSHHostKeysBind)
+	sshdBinds := append(append([]base.JailBind{}, binds...), base.SSHHostKeysBind, base.AuthorizedKeysBind)
 
 	env := base.PodIndexEnv(comp)
 	slurmd := base.Container(sc, corev1.Container{
@@ -114,7 +115,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Command:         base.JailExec(sshdBinds, base.SSHDArgs(22)...),
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
-		VolumeMounts:    append(nodeMounts, base.SSHHostKeysMount),
+		VolumeMounts:    append(nodeMounts, base.SSHHostKeysMount, base.AuthorizedKeysMount),
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 	})
 	pod := corev1.PodSpec{
