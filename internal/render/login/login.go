@@ -19,7 +19,6 @@ import (
 
 const comp = slurmv1alpha1.ComponentLogin
 
-
 // Service is what users ssh to. Its type, annotations and source ranges come from the spec.
 func Service(in base.Input) *corev1.Service {
 	sc := in.Cluster
