@@ -92,10 +92,15 @@ fuzz: ## Run every fuzz target for FUZZTIME each (their seeds run in make test).
 	done
 
 .PHONY: bench
-bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API writes per reconcile, scale-up to idle).
+bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API writes per reconcile, scale-up to idle, the manager's API requests, scaling on the real node).
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test -run '^$$' -bench . -benchtime 20x ./internal/render/ ./internal/controller/
 	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -run '^$$' -bench ScaleUpToIdle -benchtime 3x ./test/slurm/
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go run ./hack/bench/apiwrites $(APIWRITES_FLAGS)
+	$(MAKE) bench-node
+
+.PHONY: bench-node
+bench-node: node-assets ## Scale up and down on the real node several times (needs root; NODE_BENCH_RUNS=5).
+	NODE_TEST=1 go test -run '^$$' -bench ScaleOnARealNode -benchtime 1x -timeout 60m -v ./test/node/
 
 .PHONY: bench-apiwrites
 bench-apiwrites: test-assets ## Count the manager's own API requests per phase from an audit log (APIWRITES_FLAGS=-short for a quick look).

@@ -6,9 +6,11 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ import (
 
 // env is the running node and what the test made.
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	root       string
 	assets     string
 	kubeconfig string
@@ -29,9 +31,110 @@ type env struct {
 	sshConfig string
 	// login is the login Service's address.
 	login string
+	// pollEvery, when set, is how often waitFor looks.
+	pollEvery time.Duration
 }
 
-func writeKey(t *testing.T, path string) string {
+// startNode builds the images, starts the node (torn down when the test ends, unless
+// NODE_KEEP is set) and imports the images; it returns the env with root's key made.
+func startNode(t testing.TB) *env {
+	if os.Getenv("NODE_TEST") == "" {
+		t.Skip("set NODE_TEST=1 (make test does) to run on a real node; it needs root")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the node test needs root")
+	}
+	e := &env{t: t}
+	e.root, _ = filepath.Abs(filepath.Join("..", ".."))
+	e.assets = strings.TrimSpace(e.sh("", "hack/test-assets.sh", "--print-dir"))
+
+	// Images first: a failed build should not leave a node behind.
+	var layouts []string
+	for _, line := range strings.Split(strings.TrimSpace(e.sh("", "hack/images.sh")), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			layouts = append(layouts, f[1])
+		}
+	}
+	if len(layouts) < 8 {
+		t.Fatalf("hack/images.sh built %d images, want 8", len(layouts))
+	}
+	t.Cleanup(func() {
+		if t.Failed() && e.kubeconfig != "" {
+			e.dump()
+		}
+		if os.Getenv("NODE_KEEP") == "" {
+			out, err := e.run(context.Background(), "", "hack/node.sh", "down")
+			if err != nil {
+				t.Errorf("hack/node.sh down: %v\n%s", err, out)
+			}
+		}
+	})
+	e.kubeconfig = strings.TrimSpace(lastLine(e.sh("", "hack/node.sh", "up")))
+	e.sh("", append([]string{"hack/node.sh", "import"}, layouts...)...)
+
+	e.key = filepath.Join(t.TempDir(), "id_ed25519")
+	e.pub = writeKey(t, e.key)
+	e.sshConfig = filepath.Join(t.TempDir(), "ssh_config")
+	writeSSHConfig(t, e.sshConfig, e.key)
+	return e
+}
+
+// installAll does the document's section 2.1 on the node: the claims and the database, the
+// operator chart, then helm-slurm-cluster with the document's values, until Available.
+func (e *env) installAll() {
+	e.t.Helper()
+	e.kubectlIn(storageManifests(), "apply", "-f", "-")
+	e.helm("install", "slurm-operator", filepath.Join(e.root, "charts/slurm-operator"),
+		"-n", "slurm-system", "--create-namespace", "--set", "image.pullPolicy=Never", "--wait", "--timeout", "5m")
+	e.installCluster([]string{e.pub})
+}
+
+// installCluster installs helm-slurm-cluster with the document's values and root's keys,
+// waits until the cluster is Available, and notes the login Service's address.
+func (e *env) installCluster(keys []string) {
+	e.t.Helper()
+	e.helm("install", cluster, filepath.Join(e.root, "charts/helm-slurm-cluster"), "-n", ns,
+		"-f", filepath.Join(e.root, "test/node/testdata/values.yaml"),
+		"--set-json", "slurmNodes.login.sshRootPublicKeys="+jsonList(keys))
+	e.waitFor(15*time.Minute, "SlurmCluster Available", func() (bool, string) {
+		out, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o",
+			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "Available=True ") {
+				return true, out
+			}
+		}
+		return false, out
+	})
+	e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
+}
+
+// installStandInNvidiaSMI puts the stand-in nvidia-smi in the shared root from a login node,
+// and waits until the health checks have lifted the drains they set without it.
+func (e *env) installStandInNvidiaSMI() {
+	e.t.Helper()
+	e.onLogin("cat > /usr/local/bin/nvidia-smi <<'SMI'\n" + standInNvidiaSMI + "SMI\nchmod 0755 /usr/local/bin/nvidia-smi")
+	e.waitFor(3*time.Minute, "both workers idle", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "sinfo -h -N -o '%N %t' | sort -u")
+		return strings.TrimSpace(out) == "worker-0 idle\nworker-1 idle", out
+	})
+}
+
+// setSize sets the worker size as kubectl edit would.
+func (e *env) setSize(n int) {
+	e.t.Helper()
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"slurmNodes":{"worker":{"size":%d}}}}`, n))
+}
+
+func jsonList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(quoted, ",") + "]"
+}
+
+func writeKey(t testing.TB, path string) string {
 	pubKey, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -143,8 +246,16 @@ func (e *env) waitFor(timeout time.Duration, what string, cond func() (bool, str
 		if time.Now().After(deadline) {
 			e.t.Fatalf("%s: not after %v; last seen:\n%s", what, timeout, last)
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(e.poll())
 	}
+}
+
+// poll is how long waitFor sleeps between looks: 3 s, or pollEvery when set (benchmarks).
+func (e *env) poll() time.Duration {
+	if e.pollEvery > 0 {
+		return e.pollEvery
+	}
+	return 3 * time.Second
 }
 
 // dump prints what explains a failure: the objects, events and every container's log.
@@ -178,7 +289,7 @@ func lastLine(s string) string {
 
 // writeSSHConfig writes an ssh_config for the test's own ssh client: root's key, no host key
 // records (the cluster's host keys are new to this machine), batch mode.
-func writeSSHConfig(t *testing.T, path, key string) {
+func writeSSHConfig(t testing.TB, path, key string) {
 	cfg := "Host *\n  IdentityFile " + key + "\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n" +
 		"  LogLevel ERROR\n  BatchMode yes\n  ConnectTimeout 10\n"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

@@ -9,10 +9,8 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -30,51 +28,11 @@ const (
 )
 
 func TestSlurmClusterOnARealNode(t *testing.T) {
-	if os.Getenv("NODE_TEST") == "" {
-		t.Skip("set NODE_TEST=1 (make test does) to run the node test; it needs root")
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("the node test needs root")
-	}
-	e := &env{t: t}
-	e.root, _ = filepath.Abs(filepath.Join("..", ".."))
-	e.assets = strings.TrimSpace(e.sh("", "hack/test-assets.sh", "--print-dir"))
-
-	// Images first: a failed build should not leave a node behind.
-	var layouts []string
-	for _, line := range strings.Split(strings.TrimSpace(e.sh("", "hack/images.sh")), "\n") {
-		if f := strings.Fields(line); len(f) == 2 {
-			layouts = append(layouts, f[1])
-		}
-	}
-	if len(layouts) < 8 {
-		t.Fatalf("hack/images.sh built %d images, want 8", len(layouts))
-	}
-	t.Cleanup(func() {
-		if t.Failed() && e.kubeconfig != "" {
-			e.dump()
-		}
-		if os.Getenv("NODE_KEEP") == "" {
-			out, err := e.run(context.Background(), "", "hack/node.sh", "down")
-			if err != nil {
-				t.Errorf("hack/node.sh down: %v\n%s", err, out)
-			}
-		}
-	})
-	e.kubeconfig = strings.TrimSpace(lastLine(e.sh("", "hack/node.sh", "up")))
-	e.sh("", append([]string{"hack/node.sh", "import"}, layouts...)...)
-
-	e.key = filepath.Join(t.TempDir(), "id_ed25519")
-	e.pub = writeKey(t, e.key)
-	e.sshConfig = filepath.Join(t.TempDir(), "ssh_config")
-	writeSSHConfig(t, e.sshConfig, e.key)
+	e := startNode(t)
 
 	// 2.1, steps 1-4.
 	if !t.Run("install as the document says: claims, the operator chart, helm-slurm-cluster with its values", func(t *testing.T) {
-		e.kubectlIn(storageManifests(), "apply", "-f", "-")
-		e.helm("install", "slurm-operator", filepath.Join(e.root, "charts/slurm-operator"),
-			"-n", "slurm-system", "--create-namespace", "--set", "image.pullPolicy=Never", "--wait", "--timeout", "5m")
-		e.installCluster([]string{e.pub})
+		e.installAll()
 		out := e.kubectlOK("get", "slurmcluster", "-n", ns)
 		if !strings.Contains(out, cluster) || !strings.Contains(out, "True") {
 			t.Errorf("kubectl get slurmcluster:\n%s", out)
@@ -82,8 +40,6 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	}) {
 		t.FailNow()
 	}
-	e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
-
 	t.Run("root logs in to the login Service with a key from sshRootPublicKeys", func(t *testing.T) {
 		out := e.onLogin("id -un; hostname; cat /etc/os-release | grep VERSION_CODENAME")
 		if !strings.Contains(out, "root\n") || !strings.Contains(out, "VERSION_CODENAME=trixie") ||
@@ -114,13 +70,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	// The node has no NVIDIA driver: a stand-in nvidia-smi, installed once in the shared root
 	// from a login node, is what the health checks and jobs run on every worker.
 	t.Run("a program installed in the shared root from a login node is what every worker runs", func(t *testing.T) {
-		e.onLogin("cat > /usr/local/bin/nvidia-smi <<'SMI'\n" + standInNvidiaSMI + "SMI\nchmod 0755 /usr/local/bin/nvidia-smi")
-		// Until it was there, the health checks drained the workers (no GPU visible); now they
-		// lift their own drains.
-		e.waitFor(3*time.Minute, "both workers idle", func() (bool, string) {
-			out, _ := e.sshErr(e.login, "sinfo -h -N -o '%N %t' | sort -u")
-			return strings.TrimSpace(out) == "worker-0 idle\nworker-1 idle", out
-		})
+		e.installStandInNvidiaSMI()
 	})
 
 	// 4.6.
@@ -322,7 +272,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 		e.waitJobState(job, "RUNNING")
 		before := e.podsSnapshot()
 		start := time.Now()
-		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"worker":{"size":3}}}}`)
+		e.setSize(3)
 		e.waitFor(3*time.Minute, "worker-2 idle", func() (bool, string) {
 			out, _ := e.sshErr(e.login, "sinfo -h -n worker-2 -o %t")
 			return strings.TrimSpace(out) == "idle", out
@@ -352,7 +302,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-2 -J leaving --wrap 'sleep 20'"))
 		e.waitJobState(job, "RUNNING")
 		start := time.Now()
-		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"worker":{"size":2}}}}`)
+		e.setSize(2)
 		e.waitFor(time.Minute, "worker-2 draining for the scale-down", func() (bool, string) {
 			state, reason := e.slurmState("worker-2")
 			return strings.Contains(state, "DRAIN") && reason == slurmfacts.DrainScaleDown, state + " " + reason
@@ -397,7 +347,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 
 	t.Run("the manager killed during a scale-up converges after its restart: no duplicates, the same keys", func(t *testing.T) {
 		keys := e.kubectlOK("get", "secret", "-n", ns, cluster+"-munge-key", cluster+"-ssh-host-keys", cluster+"-jwt-key", "-o", "jsonpath={range .items[*]}{.metadata.uid}{.data}{end}")
-		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"worker":{"size":3}}}}`)
+		e.setSize(3)
 		e.kubectlOK("delete", "pod", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "--wait=false")
 		e.waitFor(4*time.Minute, "worker-2 idle after the manager's restart", func() (bool, string) {
 			out, _ := e.sshErr(e.login, "sinfo -h -n worker-2 -o %t")
@@ -434,9 +384,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 				t.Errorf("claim %s is gone after the cluster was deleted:\n%s", want, claims)
 			}
 		}
-		e.installCluster([]string{e.pub})
-		// A new Service, so a new address.
-		e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
+		e.installCluster([]string{e.pub}) // a new login Service, so a new address
 		if got := e.onLogin("cat /" + slurmfacts.JailMarkerFile); got != marker {
 			t.Errorf("the jail was populated again: marker %q, then %q", marker, got)
 		}
@@ -448,33 +396,6 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 			t.Errorf("after the cluster was created again:\n%s", out)
 		}
 	})
-}
-
-// installCluster installs helm-slurm-cluster with the document's values and root's keys, and
-// waits until the cluster is Available.
-func (e *env) installCluster(keys []string) {
-	e.t.Helper()
-	e.helm("install", cluster, filepath.Join(e.root, "charts/helm-slurm-cluster"), "-n", ns,
-		"-f", filepath.Join(e.root, "test/node/testdata/values.yaml"),
-		"--set-json", "slurmNodes.login.sshRootPublicKeys="+jsonList(keys))
-	e.waitFor(15*time.Minute, "SlurmCluster Available", func() (bool, string) {
-		out, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o",
-			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(line, "Available=True ") {
-				return true, out
-			}
-		}
-		return false, out
-	})
-}
-
-func jsonList(items []string) string {
-	quoted := make([]string, len(items))
-	for i, s := range items {
-		quoted[i] = strconv.Quote(s)
-	}
-	return "[" + strings.Join(quoted, ",") + "]"
 }
 
 // waitJobState waits until squeue shows the job in that state.
