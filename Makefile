@@ -28,7 +28,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests, and config/default from the operator chart.
+manifests: $(CONTROLLER_GEN) test-assets ## Generate the CRD and RBAC manifests, and config/default from the operator chart.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=slurm-operator-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 	cp config/crd/bases/slurm.hpc.dev_slurmclusters.yaml charts/slurm-operator/crds/
