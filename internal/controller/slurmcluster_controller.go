@@ -68,6 +68,8 @@ type SlurmClusterReconciler struct {
 	statusWritten sync.Map
 	// apis answers which optional APIs are served (set up by SetupWithManager).
 	apis *optionalAPIWatcher
+	// podsIndexed: the manager's cache indexes pods by cluster (SetupWithManager).
+	podsIndexed bool
 	// applied maps a child's UID to the resourceVersion the operator's last apply left it at.
 	applied sync.Map
 }
@@ -130,6 +132,10 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("discovery client: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podClusterIndex, podCluster); err != nil {
+		return fmt.Errorf("index pods by cluster: %w", err)
+	}
+	r.podsIndexed = true
 	r.apis = newOptionalAPIWatcher(d, r.OptionalAPIInterval)
 	if err := mgr.Add(r.apis); err != nil {
 		return err

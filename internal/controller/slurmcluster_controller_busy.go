@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -37,8 +36,8 @@ func (r *SlurmClusterReconciler) labelBusyWorkers(ctx context.Context, s *reconc
 	for _, n := range nodes {
 		busy[n.Name] = n.Busy()
 	}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker))); err != nil {
+	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
+	if err != nil {
 		return fmt.Errorf("list worker pods: %w", err)
 	}
 	for i := range pods.Items {

@@ -22,8 +22,8 @@ import (
 func (r *SlurmClusterReconciler) nodeAddresses(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) ([]base.NodeAddress, error) {
 	var out []base.NodeAddress
 	for _, comp := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentController, slurmv1alpha1.ComponentWorker, slurmv1alpha1.ComponentLogin} {
-		pods := &corev1.PodList{}
-		if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, comp))); err != nil {
+		pods, err := r.podsOf(ctx, sc, comp)
+		if err != nil {
 			return nil, err
 		}
 		for _, p := range pods.Items {

@@ -8,11 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
@@ -27,8 +25,8 @@ import (
 // is changed.
 func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconcileScope) error {
 	sc := s.desired
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker))); err != nil {
+	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
+	if err != nil {
 		return fmt.Errorf("list worker pods: %w", err)
 	}
 	// problems maps a Slurm node name to what is wrong with its Kubernetes node; healthy holds

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
 // AnnotationConfigSeen on a controller or login pod names the version of the ConfigMaps it
@@ -37,8 +35,8 @@ func (r *SlurmClusterReconciler) nudgeConfigReaders(ctx context.Context, s *reco
 		if err != nil || version == "" {
 			return err
 		}
-		pods := &corev1.PodList{}
-		if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, comp))); err != nil {
+		pods, err := r.podsOf(ctx, sc, comp)
+		if err != nil {
 			return err
 		}
 		for i := range pods.Items {

@@ -39,8 +39,8 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	if sts == nil || sts.Status.UpdateRevision == "" {
 		return nil
 	}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(sc.Namespace), client.MatchingLabels(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker))); err != nil {
+	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
+	if err != nil {
 		return fmt.Errorf("list worker pods: %w", err)
 	}
 	var outdated, current []corev1.Pod

@@ -31,6 +31,9 @@ type Part struct {
 // SharedComponent names the objects every component uses (keys, config).
 const SharedComponent slurmv1alpha1.Component = "shared"
 
+// NodeNamesComponent names the objects that give the Slurm node names DNS names (nodedns).
+const NodeNamesComponent slurmv1alpha1.Component = "nodes"
+
 // All renders every object of the cluster, grouped by component, in apply order. Optional
 // objects whose API the cluster does not serve (mariadb-operator, ServiceMonitor) are left out;
 // the controller reports that in the status.
@@ -50,8 +53,6 @@ func All(in base.Input) ([]Part, error) {
 		shared.JWTKeySecret(in),
 		shared.SSHHostKeysSecret(in),
 		shared.SlurmConfigMap(in),
-		nodedns.Service(in),
-		nodedns.EndpointSlice(in),
 	}}}
 
 	ctl, err := slurmctld.StatefulSet(in)
@@ -110,5 +111,7 @@ func All(in base.Input) ([]Part, error) {
 		}
 		parts = append(parts, Part{Component: slurmv1alpha1.ComponentExporter, Objects: objs})
 	}
+	// Last: the node names matter once pods run, and a new cluster's StatefulSets come first.
+	parts = append(parts, Part{Component: NodeNamesComponent, Objects: []client.Object{nodedns.Service(in), nodedns.EndpointSlice(in)}})
 	return parts, nil
 }

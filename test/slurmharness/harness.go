@@ -59,7 +59,11 @@ type Config struct {
 	MungeKey []byte
 
 	Controller Host
-	Workers    []Host
+	// BackupController, when set, is a second slurmctld host: slurm.conf's second SlurmctldHost.
+	// The two share one StateSaveLocation (/var/spool/slurmctld), as a ReadWriteMany volume
+	// shares it between two controller pods.
+	BackupController *Host
+	Workers          []Host
 	// Logins are hosts with munged and the client commands only (srun, sbatch, sinfo).
 	Logins []Host
 	// Accounting, when set, is the host that runs MariaDB and slurmdbd. It may name the
@@ -188,6 +192,9 @@ func validate(cfg *Config) error {
 	}
 	seen := map[string]bool{}
 	all := append([]Host{cfg.Controller}, cfg.Workers...)
+	if cfg.BackupController != nil {
+		all = append(all, *cfg.BackupController)
+	}
 	all = append(all, cfg.Logins...)
 	if cfg.Accounting != nil && cfg.Accounting.Name != cfg.Controller.Name {
 		all = append(all, *cfg.Accounting)
@@ -235,6 +242,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var backup *host
+	if b := c.cfg.BackupController; b != nil {
+		if backup, err = c.addHost(ctx, *b, roleController); err != nil {
+			return err
+		}
+	}
 	acct := ctrl
 	if a := c.cfg.Accounting; a != nil && a.Name != ctrl.Name {
 		if acct, err = c.addHost(ctx, *a, roleAccounting); err != nil {
@@ -259,7 +272,11 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := c.writeJWTKeys(ctx, ctrl, acct); err != nil {
+	jwtHosts := []*host{ctrl, acct}
+	if backup != nil {
+		jwtHosts = append(jwtHosts, backup)
+	}
+	if err := c.writeJWTKeys(ctx, jwtHosts...); err != nil {
 		return err
 	}
 	if c.cfg.Accounting != nil {
@@ -269,6 +286,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	if err := c.startSlurmctld(ctx, ctrl); err != nil {
 		return err
+	}
+	if backup != nil {
+		if err := c.startSlurmctld(ctx, backup); err != nil {
+			return err
+		}
 	}
 	for _, w := range workers {
 		if err := c.startSlurmd(w); err != nil {
@@ -292,6 +314,15 @@ func (c *Cluster) writeShared() error {
 	}
 	if err := os.Chmod(filepath.Join(c.dir, "shared"), 0o1777); err != nil {
 		return err
+	}
+	if c.cfg.BackupController != nil {
+		d := filepath.Join(c.dir, sharedStateDir)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(d, c.slurmUID, c.slurmGID); err != nil {
+			return err
+		}
 	}
 	if err := os.Chmod(filepath.Join(c.dir, "etc/munge"), 0o700); err != nil {
 		return err
@@ -521,6 +552,23 @@ func (c *Cluster) StopWorker(ctx context.Context, name string) error {
 	}
 	c.retired[name] = old
 	return err
+}
+
+// StopDaemon stops a daemon of a host (SIGTERM, then SIGKILL after grace), as a pod's
+// container is stopped; the host and its other daemons stay.
+func (c *Cluster) StopDaemon(ctx context.Context, host, daemon string, grace time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[host]
+	if !ok {
+		return fmt.Errorf("slurmharness: no host %q", host)
+	}
+	p := h.daemons[daemon]
+	if p == nil {
+		return fmt.Errorf("slurmharness: no %s on %s", daemon, host)
+	}
+	p.terminate(ctx, grace)
+	return nil
 }
 
 // PID is the process id of a daemon (Munged, Slurmctld, Slurmd, Slurmdbd, Mariadbd) on a host,

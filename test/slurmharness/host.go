@@ -194,13 +194,18 @@ func (c *Cluster) setupScript(h *host) string {
 	binds := [][2]string{
 		{filepath.Join(h.dir, "tmp"), "/tmp"},
 		{filepath.Join(h.dir, "spool"), "/var/spool"},
+	}
+	if h.role == roleController && c.cfg.BackupController != nil {
+		binds = append(binds, [2]string{filepath.Join(c.dir, sharedStateDir), "/var/spool/slurmctld"})
+	}
+	binds = append(binds, [][2]string{
 		{filepath.Join(h.dir, "log"), "/var/log/slurm"},
 		{filepath.Join(h.dir, "mysql"), "/var/lib/mysql"},
 		{filepath.Join(c.dir, "etc/hosts"), "/etc/hosts"},
 		{filepath.Join(c.dir, "etc/slurm"), "/etc/slurm"},
 		{filepath.Join(c.dir, "etc/munge"), "/etc/munge"},
 		{filepath.Join(c.dir, "shared"), "/shared"},
-	}
+	}...)
 	for _, bd := range binds {
 		if fi, err := os.Stat(bd[0]); err == nil && !fi.IsDir() {
 			w(`[ -e "$R"%[1]s ] || touch "$R"%[1]s`, shq(bd[1]))
@@ -423,10 +428,15 @@ func (c *Cluster) startSlurmctld(ctx context.Context, h *host) error {
 		return err
 	}
 	return c.waitDaemon(ctx, h, Slurmctld, func() (bool, error) {
+		// "Slurmctld(primary) at demo-controller-0 is UP", and a backup's own line.
 		out, err := c.run(ctx, h, nil, "scontrol", "ping")
-		return err == nil && strings.Contains(out, "is UP"), err
+		return strings.Contains(out, " at "+h.Name+" is UP"), err
 	})
 }
+
+// sharedStateDir, in the cluster folder, is the StateSaveLocation of both controllers when there
+// is a backup.
+const sharedStateDir = "slurmctld-state"
 
 func (c *Cluster) startSlurmd(h *host) error {
 	if h.SlurmdScript != "" {
