@@ -19,6 +19,8 @@ const (
 	ComponentAccounting Component = "accounting"
 	ComponentExporter   Component = "exporter"
 	ComponentJail       Component = "populate-jail"
+	// ComponentNodeNames gives the Slurm node names DNS names (NodeNamesServiceName).
+	ComponentNodeNames Component = "nodes"
 )
 
 // Every child object's name comes from a method below, so names live in one place.
@@ -50,7 +52,7 @@ func SlurmNodeName(comp Component, i int32) string {
 
 // NodeNamesServiceName is the headless Service whose endpoints carry the Slurm node names
 // (worker-3, login-1) as DNS host names.
-func (c *SlurmCluster) NodeNamesServiceName() string { return c.Name + "-nodes" }
+func (c *SlurmCluster) NodeNamesServiceName() string { return c.ComponentName(ComponentNodeNames) }
 
 // ConfigMapName holds slurm.conf, gres.conf, cgroup.conf and plugstack.conf.
 func (c *SlurmCluster) ConfigMapName() string { return c.Name + "-slurm-config" }

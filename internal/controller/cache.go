@@ -28,8 +28,10 @@ func CacheOptions(namespaces ...string) cache.Options {
 		&appsv1.StatefulSet{}: {Transform: slimStatefulSet},
 		&corev1.Node{}:        {Transform: slimNode},
 		&corev1.Pod{}:         {Label: managed, Transform: slimPod},
-		// Only the operator's: a cluster's EndpointSlices are many and change often.
-		&discoveryv1.EndpointSlice{}: {Label: managed},
+		// Only the operator's own (the node names'): Kubernetes' EndpointSlices of the
+		// operator's Services carry the Services' labels too, one per Service, and change with
+		// every pod.
+		&discoveryv1.EndpointSlice{}: {Label: labels.SelectorFromSet(labels.Set{discoveryv1.LabelManagedBy: base.ManagedBy})},
 	}}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

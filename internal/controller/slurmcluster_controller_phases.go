@@ -201,6 +201,12 @@ func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcil
 		s.facts.renderErr = err
 		return errHalt
 	}
+	if len(in.NodeAddresses) == 0 {
+		// No pod has an address yet (a new cluster), or none has now: the node names wait, and
+		// what was applied before stays. Creating a cluster writes two objects fewer.
+		parts = withoutComponent(parts, render.NodeNamesComponent)
+		s.keep = append(s.keep, render.NodeNamesComponent)
+	}
 	s.facts.renderWarnings = render.Warnings(in)
 	s.parts = parts
 	return nil

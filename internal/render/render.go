@@ -32,7 +32,7 @@ type Part struct {
 const SharedComponent slurmv1alpha1.Component = "shared"
 
 // NodeNamesComponent names the objects that give the Slurm node names DNS names (nodedns).
-const NodeNamesComponent slurmv1alpha1.Component = "nodes"
+const NodeNamesComponent = slurmv1alpha1.ComponentNodeNames
 
 // All renders every object of the cluster, grouped by component, in apply order. Optional
 // objects whose API the cluster does not serve (mariadb-operator, ServiceMonitor) are left out;
@@ -111,7 +111,8 @@ func All(in base.Input) ([]Part, error) {
 		}
 		parts = append(parts, Part{Component: slurmv1alpha1.ComponentExporter, Objects: objs})
 	}
-	// Last: the node names matter once pods run, and a new cluster's StatefulSets come first.
+	// Last: the node names matter once pods have addresses, and a new cluster's StatefulSets
+	// come first. The controller leaves them out until a pod has an address.
 	parts = append(parts, Part{Component: NodeNamesComponent, Objects: []client.Object{nodedns.Service(in), nodedns.EndpointSlice(in)}})
 	return parts, nil
 }

@@ -23,7 +23,7 @@ func Service(in base.Input) *corev1.Service {
 	sc := in.Cluster
 	return &corev1.Service{
 		TypeMeta:   base.TypeMeta("v1", "Service"),
-		ObjectMeta: base.SharedObjectMeta(sc, sc.NodeNamesServiceName()),
+		ObjectMeta: base.ObjectMeta(sc, sc.NodeNamesServiceName(), slurmv1alpha1.ComponentNodeNames),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
@@ -36,7 +36,7 @@ func Service(in base.Input) *corev1.Service {
 // family of the first (a dual-stack pod's first address is its primary one).
 func EndpointSlice(in base.Input) *discoveryv1.EndpointSlice {
 	sc := in.Cluster
-	meta := base.SharedObjectMeta(sc, sc.NodeNamesServiceName())
+	meta := base.ObjectMeta(sc, sc.NodeNamesServiceName(), slurmv1alpha1.ComponentNodeNames)
 	meta.Labels[discoveryv1.LabelServiceName] = sc.NodeNamesServiceName()
 	meta.Labels[discoveryv1.LabelManagedBy] = base.ManagedBy
 	family := discoveryv1.AddressTypeIPv4
