@@ -1,0 +1,104 @@
+package slurmharness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// AddWorker adds a worker host with munged and slurmd, as Start does. It does not wait for the
+// node to register: call UpdateSlurmFiles and `scontrol reconfigure` around it as the test
+// needs.
+func (c *Cluster) AddWorker(ctx context.Context, hs Host) error {
+	if err := checkHostName(hs.Name); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("slurmharness: cluster is stopped")
+	}
+	if _, ok := c.hosts[hs.Name]; ok {
+		return fmt.Errorf("slurmharness: host %q exists", hs.Name)
+	}
+	h, err := c.addHost(ctx, hs, roleWorker)
+	if err != nil {
+		return err
+	}
+	if err := c.startMunged(ctx, h); err != nil {
+		return err
+	}
+	return c.startSlurmd(h)
+}
+
+// StopWorker stops slurmd and every other process of a worker, and removes the host. Its logs
+// stay in the cluster folder. A worker of the same name can be added again later.
+func (c *Cluster) StopWorker(ctx context.Context, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[name]
+	if !ok {
+		return fmt.Errorf("slurmharness: no host %q", name)
+	}
+	if h.role != roleWorker {
+		return fmt.Errorf("slurmharness: host %q is not a worker", name)
+	}
+	if p := h.daemons[Slurmd]; p != nil {
+		p.terminate(ctx, 10*time.Second)
+	}
+	err := c.removeHost(h)
+	delete(c.hosts, name)
+	for i, n := range c.order {
+		if n == name {
+			c.order = append(c.order[:i:i], c.order[i+1:]...)
+			break
+		}
+	}
+	old := h.dir + "~1"
+	for i := 2; ; i++ {
+		if _, serr := os.Lstat(old); serr != nil {
+			break
+		}
+		old = fmt.Sprintf("%s~%d", h.dir, i)
+	}
+	if rerr := os.Rename(h.dir, old); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	c.retired[name] = old
+	return err
+}
+
+// StopDaemon stops a daemon of a host (SIGTERM, then SIGKILL after grace), as a pod's
+// container is stopped; the host and its other daemons stay.
+func (c *Cluster) StopDaemon(ctx context.Context, host, daemon string, grace time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[host]
+	if !ok {
+		return fmt.Errorf("slurmharness: no host %q", host)
+	}
+	p := h.daemons[daemon]
+	if p == nil {
+		return fmt.Errorf("slurmharness: no %s on %s", daemon, host)
+	}
+	p.terminate(ctx, grace)
+	return nil
+}
+
+// PID is the process id of a daemon (Munged, Slurmctld, Slurmd, Slurmdbd, Mariadbd) on a host,
+// or 0 when it is not running. slurmctld and slurmd keep their PID over `scontrol reconfigure`.
+func (c *Cluster) PID(host, daemon string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.hosts[host]
+	if !ok {
+		return 0
+	}
+	p := h.daemons[daemon]
+	if p == nil || p.exited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
