@@ -102,6 +102,12 @@ const (
 // startCluster starts hosts named as the pods would be, with the rendered config.
 func startCluster(t testing.TB, ctx context.Context, r rendered, workers int) *slurmharness.Cluster {
 	t.Helper()
+	return startClusterWith(t, ctx, r, workers, func(*slurmharness.Config) {})
+}
+
+// startClusterWith is startCluster with the harness's configuration changed by edit first.
+func startClusterWith(t testing.TB, ctx context.Context, r rendered, workers int, edit func(*slurmharness.Config)) *slurmharness.Cluster {
+	t.Helper()
 	root := os.Getenv("SLURM_ROOTFS")
 	if root == "" {
 		t.Skip("SLURM_ROOTFS is not set: run 'make test' (hack/slurm-rootfs.sh builds the Slurm root file system)")
@@ -110,7 +116,7 @@ func startCluster(t testing.TB, ctx context.Context, r rendered, workers int) *s
 	for i := 0; i < workers; i++ {
 		hosts = append(hosts, workerHost(i))
 	}
-	c, err := slurmharness.Start(ctx, slurmharness.Config{
+	cfg := slurmharness.Config{
 		RootFS:       root,
 		SlurmFiles:   r.files,
 		MungeKey:     r.in.Keys.Munge,
@@ -120,7 +126,9 @@ func startCluster(t testing.TB, ctx context.Context, r rendered, workers int) *s
 		Logins:       []slurmharness.Host{{Name: loginHost}},
 		Accounting:   &slurmharness.Host{Name: "demo-accounting-0", Aliases: []string{"demo-accounting", "demo-mariadb"}},
 		SlurmdbdConf: r.slurmdbd,
-	})
+	}
+	edit(&cfg)
+	c, err := slurmharness.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start the cluster from the rendered config: %v", err)
 	}

@@ -2,7 +2,6 @@ package slurm_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +19,6 @@ import (
 // config from either. The primary stops while a job runs; the backup takes over, the job
 // completes, sacct has it, and new jobs run.
 func TestABackupControllerTakesOver(t *testing.T) {
-	root := os.Getenv("SLURM_ROOTFS")
-	if root == "" {
-		t.Skip("SLURM_ROOTFS is not set: run 'make test' (hack/slurm-rootfs.sh builds the Slurm root file system)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sc := spec(t, 2)
@@ -50,38 +45,13 @@ func TestABackupControllerTakesOver(t *testing.T) {
 		t.Fatal("the controller pods do not mount controller-spool-pvc")
 	}
 
-	var hosts []slurmharness.Host
-	for i := 0; i < 2; i++ {
-		h := workerHost(i)
-		h.SlurmdEnv = []string{"SLURM_CONF_SERVER=" + worker.ConfServer(r.in.Cluster)}
-		hosts = append(hosts, h)
-	}
 	if want := "demo-controller-0:6817,demo-controller-1:6817"; worker.ConfServer(r.in.Cluster) != want {
 		t.Fatalf("workers' --conf-server %q, want %q", worker.ConfServer(r.in.Cluster), want)
 	}
-	c, err := slurmharness.Start(ctx, slurmharness.Config{
-		RootFS:           root,
-		SlurmFiles:       r.files,
-		MungeKey:         r.in.Keys.Munge,
-		JWTKey:           r.in.Keys.JWT,
-		Controller:       slurmharness.Host{Name: ctlHost},
-		BackupController: &slurmharness.Host{Name: "demo-controller-1"},
-		Workers:          hosts,
-		Logins:           []slurmharness.Host{{Name: loginHost}},
-		Accounting:       &slurmharness.Host{Name: "demo-accounting-0", Aliases: []string{"demo-accounting", "demo-mariadb"}},
-		SlurmdbdConf:     r.slurmdbd,
-	})
-	if err != nil {
-		t.Fatalf("start the cluster with a backup controller: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, h := range c.Hosts() {
-				t.Logf("logs of %s:\n%s", h, c.Logs(h))
-			}
-		}
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
+	c := startClusterWith(t, ctx, r, 2, func(cfg *slurmharness.Config) {
+		cfg.BackupController = &slurmharness.Host{Name: "demo-controller-1"}
+		for i := range cfg.Workers {
+			cfg.Workers[i].SlurmdEnv = []string{"SLURM_CONF_SERVER=" + worker.ConfServer(r.in.Cluster)}
 		}
 	})
 
