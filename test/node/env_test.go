@@ -287,6 +287,13 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
+// with is e for a subtest: its failures fail that subtest (and stop it alone), not the parent.
+func (e *env) with(t testing.TB) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // writeSSHConfig writes an ssh_config for the test's own ssh client: root's key, no host key
 // records (the cluster's host keys are new to this machine), batch mode.
 func writeSSHConfig(t testing.TB, path, key string) {

@@ -32,6 +32,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 
 	// 2.1, steps 1-4.
 	if !t.Run("install as the document says: claims, the operator chart, helm-slurm-cluster with its values", func(t *testing.T) {
+		e := e.with(t)
 		e.installAll()
 		out := e.kubectlOK("get", "slurmcluster", "-n", ns)
 		if !strings.Contains(out, cluster) || !strings.Contains(out, "True") {
@@ -40,7 +41,10 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	}) {
 		t.FailNow()
 	}
+	// The subtest's env was a copy: keep the address it found.
+	e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
 	t.Run("root logs in to the login Service with a key from sshRootPublicKeys", func(t *testing.T) {
+		e := e.with(t)
 		out := e.onLogin("id -un; hostname; cat /etc/os-release | grep VERSION_CODENAME")
 		if !strings.Contains(out, "root\n") || !strings.Contains(out, "VERSION_CODENAME=trixie") ||
 			(!strings.Contains(out, cluster+"-login-0\n") && !strings.Contains(out, cluster+"-login-1\n")) {
@@ -49,6 +53,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	})
 
 	t.Run("a login session is not privileged: a bounded capability set, no host devices", func(t *testing.T) {
+		e := e.with(t)
 		out := e.onLogin("grep CapBnd /proc/self/status | cut -f2; ls /dev | tr '\\n' ' '")
 		capHex, devs, _ := strings.Cut(out, "\n")
 		bnd, err := strconv.ParseUint(strings.TrimSpace(capHex), 16, 64)
@@ -70,11 +75,13 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	// The node has no NVIDIA driver: a stand-in nvidia-smi, installed once in the shared root
 	// from a login node, is what the health checks and jobs run on every worker.
 	t.Run("a program installed in the shared root from a login node is what every worker runs", func(t *testing.T) {
+		e := e.with(t)
 		e.installStandInNvidiaSMI()
 	})
 
 	// 4.6.
 	t.Run("ssh -J through the login Service reaches login-1 and worker-1 by their Slurm names", func(t *testing.T) {
+		e := e.with(t)
 		for node, host := range map[string]string{"login-0": cluster + "-login-0", "login-1": cluster + "-login-1", "worker-1": cluster + "-worker-1"} {
 			out, err := e.sshJump(node, "hostname")
 			if err != nil || strings.TrimSpace(out) != host {
@@ -85,6 +92,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 
 	// 2.1, "Run checks", and 2.2.
 	t.Run("srun --nodes=2 --gres=gpu:1 nvidia-smi -L lists one GPU on each worker", func(t *testing.T) {
+		e := e.with(t)
 		out := e.onLogin("srun --nodes=2 --gres=gpu:1 nvidia-smi -L | sort")
 		want := "GPU 0: Stand-In GPU (UUID: GPU-" + cluster + "-worker-0-0)\nGPU 0: Stand-In GPU (UUID: GPU-" + cluster + "-worker-1-0)"
 		if strings.TrimSpace(out) != want {
@@ -93,6 +101,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	})
 
 	t.Run("salloc with --mem and --time gets that memory, time and GPU", func(t *testing.T) {
+		e := e.with(t)
 		out := e.onLogin(`salloc --nodes=1 --ntasks=1 --mem=1G --time=00:20:00 --gres=gpu:1 sh -c 'scontrol show job -o $SLURM_JOB_ID' 2>&1`)
 		for _, want := range []string{"TimeLimit=00:20:00", "MinMemoryNode=1G", "gres/gpu=1", "JobState=RUNNING"} {
 			if !strings.Contains(out, want) {
@@ -102,6 +111,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	})
 
 	t.Run("the minGPT-style sbatch trains on two nodes with srun and writes log.out; squeue, scontrol and sacct show it", func(t *testing.T) {
+		e := e.with(t)
 		dir := "/shared/examples/distributed/minGPT-ddp"
 		e.onLogin("mkdir -p " + dir + "/mingpt/slurm && cd " + dir +
 			" && cat > mingpt/main.py <<'PY'\n" + trainPy + "PY\ncat > mingpt/slurm/sbatch_run.sh <<'SB'\n" + sbatchRun(dir) + "SB\n")
@@ -127,6 +137,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	})
 
 	t.Run("a two-step batch job is COMPLETED in sacct with its exit code", func(t *testing.T) {
+		e := e.with(t)
 		out := e.onLogin(`cat > /root/two-steps.sh <<'JOB'
 #!/bin/bash
 #SBATCH -N2 -J two-steps -o /root/two-steps.out
@@ -144,6 +155,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 	})
 
 	t.Run("srun --gres=gpu:1 sees its device", func(t *testing.T) {
+		e := e.with(t)
 		out := e.onLogin(`srun -N1 --gres=gpu:1 sh -c 'echo "visible=$CUDA_VISIBLE_DEVICES"; ls /dev/nvidia0'`)
 		if !strings.Contains(out, "visible=0") || !strings.Contains(out, "/dev/nvidia0") {
 			t.Fatalf("a GPU job does not see its device:\n%s", out)
@@ -152,6 +164,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 
 	// 4.4, and 2.2 ("running the command once synchronizes the packages across all nodes").
 	t.Run("a program installed from worker-0 runs on worker-1 and both login nodes; the sub-mount holds the same data everywhere", func(t *testing.T) {
+		e := e.with(t)
 		stamp := fmt.Sprint(time.Now().UnixNano())
 		e.onLogin("srun -w worker-0 sh -c 'printf \"#!/bin/sh\\necho " + stamp + "\\n\" > /usr/local/bin/from-worker-0 && chmod 0755 /usr/local/bin/from-worker-0 && echo " + stamp + " > /mnt/data-hps/from-worker-0'")
 		check := "mountpoint -q /mnt/data-hps && echo mounted; from-worker-0; cat /mnt/data-hps/from-worker-0"
@@ -167,6 +180,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 	})
 
 	t.Run("jobs get the sized /dev/shm, the pod's DNS and slurmd's locked-memory limit", func(t *testing.T) {
+		e := e.with(t)
 		// The login shell's locked-memory limit is lowered: the job must get slurmd's (RDMA).
 		// slurmd raises its own to unlimited where the container may (CAP_SYS_RESOURCE, which a
 		// privileged container has on a real node); this nested node may not, so the check is
@@ -181,6 +195,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 
 	// 4.1.
 	t.Run("a root key added with kubectl patch lets root in at once without a restart, and open sessions go on", func(t *testing.T) {
+		e := e.with(t)
 		before := e.podsSnapshot()
 		// An ssh session opened before the change, waiting for a line on its stdin.
 		session := exec.Command("ssh", sshArgs(e.key, "root@"+e.login, "read line; echo still-here-$line")...)
@@ -201,7 +216,8 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		// The operator nudges the login pods, so their kubelet syncs the keys at once rather
 		// than within its sync period. Both login nodes must take it (the Service picks one).
 		for _, node := range []string{"login-0", "login-1"} {
-			e.waitFor(time.Minute, "the second key lets root in on "+node, func() (bool, string) {
+			// Within 20 s: without the nudge it would take the kubelet's sync, about a minute.
+			e.waitFor(20*time.Second, "the second key lets root in on "+node, func() (bool, string) {
 				out, err := e.run(t.Context(), "", "ssh", "-F", e.sshConfig, "-J", "root@"+e.login, "-i", second, "root@"+node, "id -un")
 				return err == nil && strings.TrimSpace(out) == "root", out
 			})
@@ -218,6 +234,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 	})
 
 	t.Run("a user added with adduser logs in with their own key, has one home everywhere, runs srun -N2 as themselves and ssh's to worker-1", func(t *testing.T) {
+		e := e.with(t)
 		key := filepath.Join(t.TempDir(), "alice")
 		pub := writeKey(t, key)
 		e.onLogin(fmt.Sprintf(`adduser --disabled-password --comment "" alice >/dev/null &&
@@ -241,6 +258,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 
 	// The periodic checks (slurm-node-health.sh) with the stand-in nvidia-smi.
 	t.Run("a worker that sees fewer GPUs is drained by the health check and returns when they are back; an admin's drain stays", func(t *testing.T) {
+		e := e.with(t)
 		e.onLogin("mkdir -p /etc/stand-in-gpus && echo 0 > /etc/stand-in-gpus/" + cluster + "-worker-1")
 		e.waitFor(time.Minute, "worker-1 drained by the health check", func() (bool, string) {
 			state, reason := e.slurmState("worker-1")
@@ -268,12 +286,15 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 
 	// 4.2.
 	t.Run("scale 2 → 3 while a job runs: worker-2 joins idle in seconds and nothing restarts", func(t *testing.T) {
+		e := e.with(t)
 		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-0 -J long --wrap 'sleep 90'"))
 		e.waitJobState(job, "RUNNING")
 		before := e.podsSnapshot()
 		start := time.Now()
 		e.setSize(3)
-		e.waitFor(3*time.Minute, "worker-2 idle", func() (bool, string) {
+		// Within 40 s (10 s at most measured): a wait for the kubelet's ConfigMap sync (about a
+		// minute) or a node slurmctld dropped would exceed it.
+		e.waitFor(40*time.Second, "worker-2 idle", func() (bool, string) {
 			out, _ := e.sshErr(e.login, "sinfo -h -n worker-2 -o %t")
 			return strings.TrimSpace(out) == "idle", out
 		})
@@ -299,6 +320,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 	})
 
 	t.Run("scale 3 → 2 while a job runs on worker-2: drained, the job completes, then the node leaves sinfo and the StatefulSet shrinks", func(t *testing.T) {
+		e := e.with(t)
 		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-2 -J leaving --wrap 'sleep 20'"))
 		e.waitJobState(job, "RUNNING")
 		start := time.Now()
@@ -328,6 +350,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 	})
 
 	t.Run("a stopping worker drains, lets its job finish, and takes jobs again when back", func(t *testing.T) {
+		e := e.with(t)
 		id := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -J outlive --wrap 'sleep 25'"))
 		e.waitJobState(id, "RUNNING")
 		e.kubectlOK("delete", "pod", cluster+"-worker-1", "-n", ns, "--wait=false")
@@ -346,6 +369,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 	})
 
 	t.Run("the manager killed during a scale-up converges after its restart: no duplicates, the same keys", func(t *testing.T) {
+		e := e.with(t)
 		keys := e.kubectlOK("get", "secret", "-n", ns, cluster+"-munge-key", cluster+"-ssh-host-keys", cluster+"-jwt-key", "-o", "jsonpath={range .items[*]}{.metadata.uid}{.data}{end}")
 		e.setSize(3)
 		e.kubectlOK("delete", "pod", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "--wait=false")
@@ -372,6 +396,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 
 	// 4.3: "remount and recreate the jail-pvc on the new cluster, then follow the creation steps".
 	t.Run("delete the cluster and create it again on the same claims: the jail, its users and files are kept", func(t *testing.T) {
+		e := e.with(t)
 		marker := e.onLogin("cat /" + slurmfacts.JailMarkerFile)
 		e.helm("uninstall", cluster, "-n", ns, "--wait", "--timeout", "5m")
 		e.waitFor(5*time.Minute, "the cluster's pods gone", func() (bool, string) {
