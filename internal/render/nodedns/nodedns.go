@@ -3,7 +3,8 @@
 // worker-3, login-1) as host names. Every pod of the cluster searches the Service's domain, so
 // `ssh worker-3` on a login node, and `ssh -J root@<login Service> root@login-1` (the login
 // node's sshd resolves the second hop), reach the node Slurm calls by that name. The names live
-// under the cluster's own Service, so two clusters in one namespace do not clash.
+// under the cluster's own Service, so two clusters in one namespace do not clash. The pods'
+// search domain for them is added by base.DNSConfig.
 package nodedns
 
 import (
@@ -67,9 +68,4 @@ func EndpointSlice(in base.Input) *discoveryv1.EndpointSlice {
 func isIPv6(ip string) bool {
 	a, err := netip.ParseAddr(ip)
 	return err == nil && a.Is6() && !a.Is4In6()
-}
-
-// Domain is the search domain under which the node names resolve.
-func Domain(sc *slurmv1alpha1.SlurmCluster, clusterDomain string) string {
-	return sc.NodeNamesServiceName() + "." + sc.Namespace + ".svc." + clusterDomain
 }
