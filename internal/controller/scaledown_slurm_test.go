@@ -120,7 +120,7 @@ func startSlurmFromAPI(ctx SpecContext, ns string, sc *slurmv1alpha1.SlurmCluste
 		}
 		Expect(cluster.Stop()).To(Succeed())
 	})
-	client, err := slurmtest.StartRestd(hctx, cluster, ctl, jwt)
+	client, err := slurmtest.StartRestd(hctx, cluster, ctl, sc, jwt)
 	Expect(err).NotTo(HaveOccurred(), cluster.Logs(ctl))
 	Expect(slurmtest.StartReconfigureSidecar(hctx, cluster, ctl)).To(Succeed())
 	slurmClients.Store(ns, client)

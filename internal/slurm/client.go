@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,7 +190,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/ping", nil, nil)
 }
 
-// Job is what the operator needs to know of a job.
+// Job is what the operator and the exporter need to know of a job.
 type Job struct {
 	ID    int64    `json:"job_id"`
 	State []string `json:"job_state"`
@@ -206,25 +207,45 @@ type Job struct {
 			} `json:"allocation"`
 		} `json:"nodes"`
 	} `json:"job_resources"`
+	Partition string `json:"partition"`
+	User      string `json:"user_name"`
+	Account   string `json:"account"`
+	// Reason is why a pending job waits (Resources, Priority, ReqNodeNotAvail, …); None when
+	// it runs.
+	Reason string `json:"state_reason"`
+	// TRESRequested and TRESAllocated are Slurm's TRES strings: cpu=2,mem=3G,node=2,gres/gpu=4.
+	TRESRequested string `json:"tres_req_str"`
+	TRESAllocated string `json:"tres_alloc_str"`
+}
+
+// Has reports whether the job's state holds the flag (PENDING, RUNNING, COMPLETING, …).
+func (j Job) Has(flag string) bool { return slices.Contains(j.State, flag) }
+
+// Jobs lists the jobs slurmctld holds: pending, running, and those that ended less than
+// MinJobAge ago. An answer without a job list is an error, never an empty queue.
+func (c *Client) Jobs(ctx context.Context) ([]Job, error) {
+	var out struct {
+		Jobs *[]Job `json:"jobs"`
+	}
+	path := "/slurm/" + APIVersion + "/jobs"
+	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Jobs == nil {
+		return nil, fmt.Errorf("slurmrestd %s: no job list: %w", path, ErrIncompleteAnswer)
+	}
+	return *out.Jobs, nil
 }
 
 // RunningOn lists the IDs of the running or completing jobs that hold the node.
 func (c *Client) RunningOn(ctx context.Context, node string) ([]int64, error) {
-	var out struct {
-		Jobs []Job `json:"jobs"`
-	}
-	if err := c.do(ctx, http.MethodGet, "/slurm/"+APIVersion+"/jobs", nil, &out); err != nil {
+	jobs, err := c.Jobs(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var ids []int64
-	for _, j := range out.Jobs {
-		active := false
-		for _, s := range j.State {
-			if s == "RUNNING" || s == "COMPLETING" {
-				active = true
-			}
-		}
-		if !active || j.Resources == nil {
+	for _, j := range jobs {
+		if !j.Has("RUNNING") && !j.Has("COMPLETING") || j.Resources == nil {
 			continue
 		}
 		for _, a := range j.Resources.Nodes.Allocation {

@@ -17,6 +17,10 @@ type Node struct {
 	CPUs      int64    `json:"cpus"`
 	Gres      string   `json:"gres"`
 	GresUsed  string   `json:"gres_used"`
+	// RealMemory and AllocMemory are in MiB.
+	RealMemory  int64    `json:"real_memory"`
+	AllocMemory int64    `json:"alloc_memory"`
+	Partitions  []string `json:"partitions"`
 }
 
 // Has reports whether the node's state holds the flag (IDLE, DRAIN, COMPLETING, …).

@@ -23,7 +23,7 @@ func BenchmarkScaleUpToIdle(b *testing.B) {
 	defer cancel()
 	two, three := render(b, spec(b, 2)), render(b, spec(b, 3))
 	c := startCluster(b, ctx, two, 2)
-	cl, err := slurmtest.StartRestd(ctx, c, ctlHost, two.in.Keys.JWT)
+	cl, err := slurmtest.StartRestd(ctx, c, ctlHost, two.in.Cluster, two.in.Keys.JWT)
 	if err != nil {
 		b.Fatal(err)
 	}

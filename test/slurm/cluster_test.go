@@ -281,7 +281,7 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		}
 	})
 
-	cl, err := slurmtest.StartRestd(ctx, c, ctlHost, r.in.Keys.JWT)
+	cl, err := slurmtest.StartRestd(ctx, c, ctlHost, r.in.Cluster, r.in.Keys.JWT)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, c.Logs(ctlHost))
 	}

@@ -38,7 +38,7 @@ func TestHealthChecksDrainBrokenGPUNodesAndReturnThem(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		fakeNvidiaSMI(t, ctx, c, workerHost(i).Name, gpusPerWorker)
 	}
-	cl, err := slurmtest.StartRestd(ctx, c, ctlHost, plain.in.Keys.JWT)
+	cl, err := slurmtest.StartRestd(ctx, c, ctlHost, plain.in.Cluster, plain.in.Keys.JWT)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,10 +75,15 @@ done
 const UseJailUsers = "if [ -s " + base.JailDir + "/etc/passwd ]; then ln -sf " + base.JailDir + "/etc/passwd /etc/passwd && ln -sf " +
 	base.JailDir + "/etc/group /etc/group; fi"
 
-// RestdArgs are slurmrestd's arguments: JWT authentication, the slurmctld endpoints only (the
-// slurmdbd ones fail to load without accounting), listening on slurmfacts.SlurmrestdPort.
-func RestdArgs() []string {
-	return []string{"-a", "rest_auth/jwt", "-s", "openapi/slurmctld", fmt.Sprintf("0.0.0.0:%d", slurmfacts.SlurmrestdPort)}
+// RestdArgs are slurmrestd's arguments: JWT authentication, the slurmctld endpoints, and the
+// slurmdbd ones when the cluster has accounting (they fail to load without it; the exporter asks
+// them whether slurmdbd answers), listening on slurmfacts.SlurmrestdPort.
+func RestdArgs(sc *slurmv1alpha1.SlurmCluster) []string {
+	plugins := "openapi/slurmctld"
+	if sc.Spec.SlurmNodes.Accounting.Enabled {
+		plugins += ",openapi/slurmdbd"
+	}
+	return []string{"-a", "rest_auth/jwt", "-s", plugins, fmt.Sprintf("0.0.0.0:%d", slurmfacts.SlurmrestdPort)}
 }
 
 // RestdURL is where the operator reaches slurmrestd.
@@ -172,7 +177,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Name:    "slurmrestd",
 		Image:   sc.Spec.Images.Controller,
 		Command: []string{"slurmrestd"},
-		Args:    RestdArgs(),
+		Args:    RestdArgs(sc),
 		// slurmrestd refuses to run as root; SLURM_JWT=daemon makes it pass the clients' tokens on.
 		// It unshares its System V IPC and file table at start, which the runtime's default
 		// seccomp profile refuses an unprivileged process: its container is that isolation.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmctld"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
@@ -19,11 +20,11 @@ import (
 // StartRestd starts slurmrestd on host with the controller pod's authentication and plugins,
 // listening on a unix socket in the cluster's shared folder (the test process cannot reach the
 // hosts' network), and returns a client of the operator's that talks to it with key.
-func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, key []byte) (*slurm.Client, error) {
+func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, sc *slurmv1alpha1.SlurmCluster, key []byte) (*slurm.Client, error) {
 	if _, err := c.Exec(ctx, host, "sh", "-c", "mkdir -p /shared/restd && chmod 1777 /shared/restd"); err != nil {
 		return nil, err
 	}
-	args := slurmctld.RestdArgs()
+	args := slurmctld.RestdArgs(sc)
 	argv := append([]string{"/usr/bin/env", "SLURM_JWT=daemon", "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"}, args[:len(args)-1]...)
 	argv = append(argv, "unix:/shared/restd/slurmrestd.sock")
 	if err := c.StartDaemon(host, "slurmrestd", argv...); err != nil {

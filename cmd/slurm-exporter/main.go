@@ -1,0 +1,96 @@
+// slurm-exporter serves Prometheus metrics of one Slurm cluster: nodes, jobs, scheduler
+// statistics and controller health, read from slurmctld through slurmrestd with a JWT it signs
+// from the cluster's key, as the operator does. docs/observability.md lists the metrics.
+//
+//	slurm-exporter --slurmrestd-url=http://NAME-controller:6820 --jwt-key-file=/etc/slurm-jwt/jwt_hs256.key --cluster=NAME
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/slurm-k8s/slurm-operator/internal/exporter"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "slurm-exporter:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the exporter's command line.
+type config struct {
+	listen, restdURL, keyFile, user string
+	opt                             exporter.Options
+}
+
+func parse(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("slurm-exporter", flag.ContinueOnError)
+	fs.StringVar(&c.listen, "listen-address", fmt.Sprintf(":%d", slurmfacts.ExporterPort), "address to serve /metrics and /healthz on")
+	fs.StringVar(&c.restdURL, "slurmrestd-url", "", "slurmrestd's URL (required)")
+	fs.StringVar(&c.keyFile, "jwt-key-file", "", "the cluster's JWT key, to sign tokens with (required)")
+	fs.StringVar(&c.user, "user", slurmfacts.SlurmUser, "the Slurm user the tokens name")
+	fs.StringVar(&c.opt.Cluster, "cluster", "", "the cluster label of every metric")
+	fs.BoolVar(&c.opt.Accounting, "accounting", false, "ask slurmdbd whether it answers (clusters with accounting)")
+	fs.BoolVar(&c.opt.PerUser, "per-user-metrics", true, "export jobs and RPCs per user (one series per user, account, partition and state)")
+	fs.DurationVar(&c.opt.Timeout, "timeout", 10*time.Second, "limit of each request to slurmrestd")
+	fs.DurationVar(&c.opt.MinInterval, "min-interval", 10*time.Second, "answers younger than this are reused by the next scrape")
+	fs.DurationVar(&c.opt.MaxAge, "max-age", 90*time.Second, "a failing resource's last good answer is exported (with its age) until it is this old")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.restdURL == "" || c.keyFile == "" {
+		return c, errors.New("--slurmrestd-url and --jwt-key-file are required")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string) error {
+	c, err := parse(args)
+	if err != nil {
+		return err
+	}
+	key, err := os.ReadFile(c.keyFile)
+	if err != nil {
+		return fmt.Errorf("the JWT key: %w", err)
+	}
+	client := slurm.NewClient(c.restdURL, key)
+	client.User = c.user
+	client.HTTP.Timeout = c.opt.Timeout
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exporter.New(client, c.opt), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	srv := &http.Server{Addr: c.listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	slog.Info("serving", "address", c.listen, "slurmrestd", c.restdURL, "cluster", c.opt.Cluster)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shut)
+	}
+}
