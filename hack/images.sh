@@ -42,9 +42,10 @@ worker|images/worker/Dockerfile|docker.io/slurm-k8s/slurmd:$TAG_SLURM|go.mod go.
 login|images/login/Dockerfile|docker.io/slurm-k8s/login:$TAG_SLURM|@worker
 jail|images/jail/Dockerfile|docker.io/slurm-k8s/jail:$TAG_SLURM|@slurm-base
 manager|Dockerfile|docker.io/slurm-k8s/slurm-operator:$MANAGER_TAG|go.mod go.sum api cmd internal
+exporter|images/exporter/Dockerfile|docker.io/slurm-k8s/exporter:$TAG_SLURM|go.mod go.sum api cmd/slurm-exporter internal
 mariadb|test/node/mariadb/Dockerfile|docker.io/slurm-k8s-test/mariadb:11|
 "
-WANT=${IMAGES:-munge controller accounting worker login jail manager mariadb}
+WANT=${IMAGES:-munge controller accounting worker login jail manager exporter mariadb}
 
 NODE_ASSETS=$("$HERE/node-assets.sh" --print-dir)
 [ -x "$NODE_ASSETS/bin/buildkitd" ] || NODE_ASSETS=$("$HERE/node-assets.sh")
@@ -205,12 +206,13 @@ build() {
 	rm -rf "$dest"; mv -T "$t" "$dest"
 }
 
-# inputs_hash FILES... hashes the content of files and folders (and this script).
+# inputs_hash FILES... hashes the content of files and folders (and this script, less its
+# catalog: adding an image rebuilds no other).
 inputs_hash() {
 	(
 		cd "$ROOT"
 		{
-			sha256sum "$HERE/images.sh"
+			grep -Ev '^[a-z-]+\|[^|]*\|[^|]*\||^WANT=' "$HERE/images.sh" | sha256sum
 			echo "$BASE_DGST"
 			find "$@" -type f -not -name '*_test.go' -print0 | sort -z | xargs -0 sha256sum
 		} | sha256sum | cut -c1-16
@@ -231,6 +233,7 @@ golang_image() {
 		--local hostca="$ctx" --opt context:hostca=local:hostca \
 		--opt build-arg:GOPROXY="$(go env GOPROXY)"
 	rm -rf "$ctx"
+	find "$OUT" -maxdepth 1 -name "golang-*" -not -path "$GOLANG" -exec rm -rf {} +
 }
 
 declare -A DONE=()

@@ -337,7 +337,9 @@ type ExternalDB struct {
 	PasswordSecretKeyRef corev1.SecretKeySelector `json:"passwordSecretKeyRef"`
 }
 
-// Exporter configures the Prometheus exporter.
+// Exporter configures the Prometheus exporter of Slurm metrics (nodes, jobs, scheduler
+// statistics, controller and accounting health; docs/observability.md lists them). It reads
+// slurmctld through slurmrestd with a token signed by the cluster's JWT key.
 type Exporter struct {
 	// Enabled runs the exporter (and a ServiceMonitor when the Prometheus operator is installed).
 	// +kubebuilder:default=false
@@ -359,6 +361,13 @@ type Exporter struct {
 	// Resources of the exporter container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// PerUserMetrics exports jobs and RPCs per user (the slurm_user_* metrics: one series per
+	// user, account, partition and job state). Turn it off on clusters with many users; jobs are
+	// still counted per account.
+	// +kubebuilder:default=true
+	// +optional
+	PerUserMetrics *bool `json:"perUserMetrics,omitempty"`
 }
 
 // CPUTopology is a host's CPU layout: for a dual-socket H100 host, 2 sockets of 56 cores with 2

@@ -55,8 +55,8 @@ func startNode(t testing.TB) *env {
 			layouts = append(layouts, f[1])
 		}
 	}
-	if len(layouts) < 8 {
-		t.Fatalf("hack/images.sh built %d images, want 8", len(layouts))
+	if len(layouts) < 9 {
+		t.Fatalf("hack/images.sh built %d images, want 9", len(layouts))
 	}
 	t.Cleanup(func() {
 		if t.Failed() && e.kubeconfig != "" {

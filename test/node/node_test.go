@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/metricstest"
 )
 
 // ns and cluster are the document's names: namespace fpt-hpc, Helm release and cluster fpt-hpc.
@@ -163,6 +165,44 @@ sbatch --parsable --wait /root/two-steps.sh`)
 	})
 
 	// 4.4, and 2.2 ("running the command once synchronizes the packages across all nodes").
+	t.Run("the exporter runs from its image and, scraped through its Service, shows the node and job states sinfo and squeue show", func(t *testing.T) {
+		e := e.with(t)
+		e.kubectlOK("rollout", "status", "deployment/"+cluster+"-exporter", "-n", ns, "--timeout=2m")
+		addr := strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-exporter", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
+		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-0 -c 1 --gres=gpu:1 --wrap 'sleep 120'"))
+		defer e.onLogin("scancel " + job)
+		e.waitFor(time.Minute, "job "+job+" running", func() (bool, string) {
+			out, _ := e.sshErr(e.login, "squeue -h -j "+job+" -o %T")
+			return strings.TrimSpace(out) == "RUNNING", out
+		})
+		// The exporter reuses answers for 10 s: look until it has seen the job.
+		url := fmt.Sprintf("http://%s:%d/metrics", addr, slurmfacts.ExporterPort)
+		e.waitFor(time.Minute, "the exporter agrees with sinfo and squeue", func() (bool, string) {
+			m, err := metricstest.Scrape(&http.Client{Timeout: 20 * time.Second}, url)
+			if err != nil {
+				return false, err.Error()
+			}
+			sinfo, _ := e.sshErr(e.login, "sinfo -N -h -o '%N %t'")
+			running, _ := e.sshErr(e.login, "squeue -h -t R -o %i | wc -l")
+			states := m.NodeStates()
+			report := fmt.Sprintf("sinfo:\n%sexporter: %v; running jobs: squeue %s, exporter %v; slurm_up %v, slurmdbd_up %v",
+				sinfo, states, strings.TrimSpace(running), m.By("slurm_partition_jobs", "state")["running"], m["slurm_up{}"], m["slurm_slurmdbd_up{}"])
+			lines := strings.Split(strings.TrimSpace(sinfo), "\n")
+			if m["slurm_up{}"] != 1 || m["slurm_slurmdbd_up{}"] != 1 || len(states) != len(lines) ||
+				fmt.Sprint(m.By("slurm_partition_jobs", "state")["running"]) != strings.TrimSpace(running) ||
+				m.By("slurm_node_gpus_allocated", "node")["worker-0"] != 1 {
+				return false, report
+			}
+			for _, l := range lines {
+				f := strings.Fields(l)
+				if st, _, _ := strings.Cut(states[f[0]], "/"); st != metricstest.SinfoState(f[1]) {
+					return false, report
+				}
+			}
+			return true, report
+		})
+	})
+
 	t.Run("a program installed from worker-0 runs on worker-1 and both login nodes; the sub-mount holds the same data everywhere", func(t *testing.T) {
 		e := e.with(t)
 		stamp := fmt.Sprint(time.Now().UnixNano())
@@ -380,10 +420,10 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 		if after := e.kubectlOK("get", "secret", "-n", ns, cluster+"-munge-key", cluster+"-ssh-host-keys", cluster+"-jwt-key", "-o", "jsonpath={range .items[*]}{.metadata.uid}{.data}{end}"); after != keys {
 			t.Error("the key Secrets changed across the manager's restart")
 		}
-		// controller, worker, login, accounting; their Services, the login's headless one and
-		// the node names'; the Slurm config and root's keys; the busy workers' budget; the node
+		// controller, worker, login, accounting; the exporter; their Services, the login's
+		// headless one and the node names'; the Slurm config and root's keys; the busy workers' budget; the node
 		// names' EndpointSlice.
-		for kind, want := range map[string]int{"statefulset": 4, "service": 6, "configmap": 2, "poddisruptionbudget": 1} {
+		for kind, want := range map[string]int{"statefulset": 4, "deployment": 1, "service": 7, "configmap": 2, "poddisruptionbudget": 1} {
 			out := e.kubectlOK("get", kind, "-n", ns, "-l", "app.kubernetes.io/instance="+cluster, "-o", "name")
 			if got := len(strings.Fields(out)); got != want {
 				t.Errorf("%d %s objects of the cluster, want %d:\n%s", got, kind, want, out)

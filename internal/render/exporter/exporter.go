@@ -1,5 +1,5 @@
-// Package exporter renders the Prometheus exporter for Slurm metrics: a Deployment, its
-// Service, and a ServiceMonitor when the Prometheus operator's API is served.
+// Package exporter renders the Prometheus exporter for Slurm metrics (cmd/slurm-exporter): a
+// Deployment, its Service, and a ServiceMonitor when the Prometheus operator's API is served.
 package exporter
 
 import (
@@ -14,33 +14,71 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmctld"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 const comp = slurmv1alpha1.ComponentExporter
 
-// Deployment runs the exporter; it queries slurmctld with munge, like any Slurm client.
+// uid is the exporter's user (the image's nonroot user); the JWT key is readable by its group.
+const uid = 65532
+
+// Args are the exporter's arguments: slurmrestd's address, the JWT key it signs tokens with,
+// the cluster label, and whether to ask slurmdbd and export per-user series.
+func Args(in base.Input) []string {
+	sc := in.Cluster
+	domain := in.ClusterDomain
+	if domain == "" {
+		domain = base.DefaultClusterDomain
+	}
+	return []string{
+		fmt.Sprintf("--listen-address=:%d", slurmfacts.ExporterPort),
+		"--slurmrestd-url=" + slurmctld.RestdURL(sc, domain),
+		"--jwt-key-file=" + base.JWTKeySecretDir + "/" + slurmfacts.JWTKeyFile,
+		"--cluster=" + sc.Spec.ClusterName,
+		fmt.Sprintf("--accounting=%t", sc.Spec.SlurmNodes.Accounting.Enabled),
+		fmt.Sprintf("--per-user-metrics=%t", ptr.Deref(sc.Spec.SlurmNodes.Exporter.PerUserMetrics, true)),
+	}
+}
+
+// Deployment runs the exporter. It needs no munge and no Slurm config: it talks to slurmrestd
+// with JWTs, as the operator does.
 func Deployment(in base.Input) *appsv1.Deployment {
 	sc := in.Cluster
 	spec := sc.Spec.SlurmNodes.Exporter
+	probe := func(failures int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("metrics")}},
+			FailureThreshold: failures,
+		}
+	}
 	pod := corev1.PodSpec{
-		InitContainers: []corev1.Container{base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
 			Name:  "exporter",
 			Image: sc.Spec.Images.Exporter,
-			Args:  []string{fmt.Sprintf("--listen-address=:%d", slurmfacts.ExporterPort)},
+			Args:  Args(in),
 			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: slurmfacts.ExporterPort}},
 			VolumeMounts: []corev1.VolumeMount{
-				{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
-				{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
+				{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
 			},
-			Resources: *spec.Resources.DeepCopy(),
-			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-				HTTPGet: &corev1.HTTPGetAction{Path: "/metrics", Port: intstr.FromString("metrics")},
-			}},
+			Resources:      *spec.Resources.DeepCopy(),
+			ReadinessProbe: probe(3),
+			LivenessProbe:  probe(6),
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false),
+				ReadOnlyRootFilesystem:   ptr.To(true),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
 		})},
-		Volumes:   base.CommonVolumes(sc),
-		DNSConfig: base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](uid), RunAsGroup: ptr.To[int64](uid), FSGroup: ptr.To[int64](uid),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Volumes: []corev1.Volume{{Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
+		}}}},
+		AutomountServiceAccountToken: ptr.To(false),
+		DNSConfig:                    base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	return &appsv1.Deployment{
