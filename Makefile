@@ -10,6 +10,8 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+PROMETHEUS_VERSION ?= v0.316.0
+PROMTOOL := $(TOOLS)/promtool-$(PROMETHEUS_VERSION)
 
 GO_TEST_FLAGS ?=
 
@@ -63,8 +65,8 @@ images: node-assets ## Build every image with BuildKit on a debootstrap'd Debian
 	hack/images.sh
 
 .PHONY: test
-test: check-generated lint test-assets slurm-rootfs node-assets ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, the node test.
-	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
+test: check-generated lint test-assets slurm-rootfs node-assets $(PROMTOOL) ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node test.
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" PROMTOOL="$(PROMTOOL)" \
 	  go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node)
 	$(MAKE) test-node
 
@@ -82,7 +84,7 @@ test-unit: ## Run the tests that need no API server.
 
 .PHONY: golden
 golden: ## Regenerate the renderers' golden files.
-	go test ./internal/render/... ./internal/gpu/... -update
+	go test ./internal/render/ ./internal/render/slurmconf/ ./internal/gpu/ -update
 
 FUZZTIME ?= 30s
 .PHONY: fuzz
@@ -95,11 +97,16 @@ fuzz: ## Run every fuzz target for FUZZTIME each (their seeds run in make test).
 	done
 
 .PHONY: bench
-bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API writes per reconcile, scale-up to idle, the manager's API requests, scaling on the real node).
+bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API writes per reconcile, scale-up to idle, the exporter at scale, the manager's API requests, scaling on the real node).
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go test -run '^$$' -bench . -benchtime 20x ./internal/render/ ./internal/controller/
 	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -run '^$$' -bench ScaleUpToIdle -benchtime 3x ./test/slurm/
+	$(MAKE) bench-exporter
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go run ./hack/bench/apiwrites $(APIWRITES_FLAGS)
 	$(MAKE) bench-node
+
+.PHONY: bench-exporter
+bench-exporter: slurm-rootfs ## Scrape the exporter of a real slurmctld with 1,000 nodes and 10,000 jobs (EXPORTER_BENCH_NODES, EXPORTER_BENCH_JOBS).
+	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -run '^$$' -bench ExporterScrapeAtScale -benchtime 10x -timeout 30m -v ./test/slurm/
 
 .PHONY: bench-node
 bench-node: node-assets ## Scale up and down on the real node several times (needs root; NODE_BENCH_RUNS=5).
@@ -133,6 +140,15 @@ $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS)
 	GOBIN=$(TOOLS)/.gobin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(TOOLS)/.gobin/controller-gen $@
+
+$(PROMTOOL):
+	mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS)/.gobin GOFLAGS=-buildvcs=false go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
+	mv $(TOOLS)/.gobin/promtool $@
+
+.PHONY: test-alerts
+test-alerts: $(PROMTOOL) ## Check the alerts and the dashboard's queries with promtool, and run the alerts' unit tests.
+	PROMTOOL="$(PROMTOOL)" go test -count=1 -v ./test/alerts/
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)

@@ -42,6 +42,10 @@ var (
 		Name: "slurm_operator_scale_down_waiting_seconds",
 		Help: "How long the current scale-down has waited for jobs (0 when none waits).",
 	}, []string{"namespace", "slurmcluster"})
+	scaleDownGrace = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_scale_down_grace_seconds",
+		Help: "The cluster's scaleDownGracePeriodSeconds (no series when unset: a scale-down waits for the jobs however long they run).",
+	}, []string{"namespace", "slurmcluster"})
 	nodeHealthDrained = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slurm_operator_workers_drained_for_node_health",
 		Help: "Workers drained because their Kubernetes node is cordoned, not ready or short of GPUs.",
@@ -52,9 +56,29 @@ var (
 	}, []string{"namespace", "slurmcluster"})
 )
 
+var operatorMetrics = []prometheus.Collector{phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
+	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, jailPopulated}
+
 func init() {
-	metrics.Registry.MustRegister(phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
-		workersLeaving, scaleDownWaiting, nodeHealthDrained, jailPopulated)
+	metrics.Registry.MustRegister(operatorMetrics...)
+}
+
+// MetricNames are the names of the operator's own metrics (besides controller-runtime's).
+func MetricNames() []string {
+	ch := make(chan *prometheus.Desc, len(operatorMetrics))
+	for _, c := range operatorMetrics {
+		c.Describe(ch)
+	}
+	close(ch)
+	var names []string
+	for d := range ch {
+		// A Desc prints as Desc{fqName: "NAME", …}.
+		if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
+			name, _, _ := strings.Cut(rest, `"`)
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // observePhase records one phase's duration, and its failure when err is a real error.
@@ -79,6 +103,11 @@ func observeSlurm(call string, took time.Duration, err error) {
 // computed.
 func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmClusterStatus, o *observed, now time.Time) {
 	ns, name := sc.Namespace, sc.Name
+	if g := sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds; g != nil {
+		scaleDownGrace.WithLabelValues(ns, name).Set(float64(*g))
+	} else {
+		scaleDownGrace.DeleteLabelValues(ns, name)
+	}
 	if o.scalingDecided {
 		leaving, waited := 0.0, 0.0
 		if o.scaling.active {
@@ -108,7 +137,7 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 
 // forgetCluster drops a deleted cluster's series.
 func forgetCluster(ns, name string) {
-	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, nodeHealthDrained, jailPopulated} {
+	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, jailPopulated} {
 		g.DeleteLabelValues(ns, name)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
 
 // metricValue is the value of the series of a metric family whose labels include these (the
@@ -43,13 +46,18 @@ func metricValue(name string, labels map[string]string) (float64, bool) {
 }
 
 var _ = Describe("the operator's metrics", func() {
-	It("times every reconcile phase, counts requests to Slurm, and says whether a cluster's jail is populated", func(ctx SpecContext) {
-		ns, _ := minimalCluster(ctx, "metered", 1, nil)
+	It("times every reconcile phase, counts requests to Slurm, and says whether a cluster's jail is populated and its scale-down grace", func(ctx SpecContext) {
+		ns, _ := minimalCluster(ctx, "metered", 1, func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds = ptr.To[int32](600)
+		})
 		eventuallyCondition(ctx, ns, "metered", "JailPopulated", "NotManaged", "")
 		Eventually(func(g Gomega) {
 			v, ok := metricValue("slurm_operator_jail_populated", map[string]string{"namespace": ns, "slurmcluster": "metered"})
 			g.Expect(ok).To(BeTrue())
 			g.Expect(v).To(Equal(1.0))
+			grace, ok := metricValue("slurm_operator_scale_down_grace_seconds", map[string]string{"namespace": ns, "slurmcluster": "metered"})
+			g.Expect(ok).To(BeTrue())
+			g.Expect(grace).To(Equal(600.0))
 		}).WithTimeout(timeout).Should(Succeed())
 		for _, phase := range []string{"check the policy", "find the GPU shape", "ensure keys", "plan workers", "render", "apply", "observe children", "label busy workers"} {
 			v, ok := metricValue("slurm_operator_reconcile_phase_duration_seconds", map[string]string{"phase": phase})

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
@@ -102,6 +105,60 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Errorf("no %s in:\n%s", want, out)
 			}
+		}
+	})
+
+	t.Run("the operator chart's monitoring values ship the dashboard in a ConfigMap Grafana's sidecar loads, and the alerts as a PrometheusRule", func(t *testing.T) {
+		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--show-only", "templates/monitoring.yaml",
+			"--set", "monitoring.grafanaDashboard.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
+			"--set", "monitoring.prometheusRule.labels.release=kube-prometheus-stack")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var rule struct {
+			Kind     string
+			Metadata struct{ Labels map[string]string }
+			Spec     map[string]any
+		}
+		var dashboard string
+		for _, doc := range strings.Split(out, "\n---\n") {
+			switch {
+			case strings.Contains(doc, "kind: PrometheusRule"):
+				if err := yaml.Unmarshal([]byte(doc), &rule); err != nil {
+					t.Fatal(err)
+				}
+			case strings.Contains(doc, "kind: ConfigMap"):
+				apply(doc)
+				cm := &corev1.ConfigMap{}
+				if err := c.Get(ctx, types.NamespacedName{Namespace: "slurm-system", Name: "slurm-operator-dashboard"}, cm); err != nil {
+					t.Fatal(err)
+				}
+				if cm.Labels["grafana_dashboard"] != "1" {
+					t.Errorf("dashboard labels: %v", cm.Labels)
+				}
+				dashboard = cm.Data["slurm-cluster.json"]
+			}
+		}
+		file, err := os.ReadFile(filepath.Join(operatorChart, "files", "grafana-dashboard.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid([]byte(dashboard)) || strings.TrimSpace(dashboard) != strings.TrimSpace(string(file)) {
+			t.Errorf("the ConfigMap's dashboard is not the chart's file (%d bytes, valid JSON %t)", len(dashboard), json.Valid([]byte(dashboard)))
+		}
+		var want map[string]any
+		rules, err := os.ReadFile(filepath.Join(operatorChart, "files", "prometheus-rules.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(rules, &want); err != nil {
+			t.Fatal(err)
+		}
+		if rule.Kind != "PrometheusRule" || rule.Metadata.Labels["release"] != "kube-prometheus-stack" || !reflect.DeepEqual(rule.Spec, want) {
+			t.Errorf("the PrometheusRule (kind %q, labels %v) does not hold the chart's rules file", rule.Kind, rule.Metadata.Labels)
+		}
+		if out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system"); err != nil || strings.Contains(out, "PrometheusRule") || strings.Contains(out, "grafana_dashboard") {
+			t.Errorf("monitoring objects rendered with the defaults (off): %v", err)
 		}
 	})
 
