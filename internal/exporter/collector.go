@@ -80,7 +80,7 @@ func New(src Source, opt Options) *Collector {
 		opt.Now = time.Now
 	}
 	if opt.Timeout <= 0 {
-		opt.Timeout = 10 * time.Second
+		opt.Timeout = 30 * time.Second
 	}
 	c := &Collector{src: src, opt: opt, descs: map[*family]*prometheus.Desc{}, answers: map[resource]*answer{}}
 	for _, f := range families {

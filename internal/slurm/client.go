@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -86,23 +87,66 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		return fmt.Errorf("slurmrestd %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("slurmrestd %s: read: %w", path, err)
-	}
-	var envelope struct {
-		Errors []apiError `json:"errors"`
-	}
-	_ = json.Unmarshal(data, &envelope)
-	if resp.StatusCode >= 300 || len(envelope.Errors) > 0 {
+	if resp.StatusCode >= 300 {
+		var envelope struct {
+			Errors []apiError `json:"errors"`
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&envelope)
 		return &Error{Status: resp.StatusCode, Errors: envelope.Errors, Path: path}
 	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("slurmrestd %s: decode: %w", path, err)
-		}
+	errs, err := decodeAnswer(resp.Body, out)
+	if err != nil {
+		return fmt.Errorf("slurmrestd %s: decode: %w", path, err)
+	}
+	if len(errs) > 0 {
+		return &Error{Status: resp.StatusCode, Errors: errs, Path: path}
 	}
 	return nil
+}
+
+// decodeAnswer decodes slurmrestd's answer as it streams in: its errors, and each top-level
+// field out (a pointer to a struct) has, matched by JSON name as encoding/json does. Nothing
+// else is kept, so a list of 10,000 jobs (about 90 MB of JSON) costs the fields out asks for,
+// not the whole text.
+func decodeAnswer(r io.Reader, out any) ([]apiError, error) {
+	fields := map[string]any{}
+	if out != nil {
+		v := reflect.ValueOf(out).Elem()
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			fields[strings.ToLower(name)] = v.Field(i).Addr().Interface()
+		}
+	}
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object (%v)", err)
+	}
+	var errs []apiError
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := t.(string)
+		dst, ok := fields[strings.ToLower(key)]
+		switch {
+		case key == "errors":
+			err = dec.Decode(&errs)
+		case ok:
+			err = dec.Decode(dst)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return errs, nil
 }
 
 // ErrIncompleteAnswer is an answer of slurmrestd that does not say what the nodes are doing: no
