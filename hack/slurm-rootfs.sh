@@ -12,11 +12,12 @@
 # nothing mounted; it leaves only a temporary folder that the next build removes.
 set -euo pipefail
 
-ROOTFS_VERSION=trixie-slurm-24.11-v1
+ROOTFS_VERSION=trixie-slurm-24.11-v2
 SUITE=trixie
 PACKAGES=(
 	slurmctld slurmd slurmdbd slurmrestd slurm-client slurm-wlm-jwt-plugin slurm-wlm-mysql-plugin
 	munge mariadb-server openssh-server iproute2 procps
+	openmpi-bin python3-mpi4py
 )
 CACHE=${SLURM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-operator}
 OUT=$CACHE/rootfs/$ROOTFS_VERSION
@@ -131,4 +132,8 @@ log "versions: $(grep -E '^(slurmctld|munge|mariadb-server)=' "$TMP/etc/slurm-ro
 
 mv -T "$TMP" "$OUT"
 log "built $OUT ($(du -sh "$OUT" | cut -f1))"
+# Older versions are of no more use (one still mounted by a running test is left).
+for old in "$CACHE/rootfs/"trixie-slurm-*; do
+	[ "$old" = "$OUT" ] || { log "removing $old"; remove_tmp "$old"; }
+done
 echo "$OUT"

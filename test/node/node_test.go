@@ -21,6 +21,7 @@ import (
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/metricstest"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 )
 
 // ns and cluster are the document's names: namespace fpt-hpc, Helm release and cluster fpt-hpc.
@@ -134,6 +135,19 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 		for _, want := range []string{"rank 0 of 2 on " + cluster + "-worker-0", "rank 1 of 2 on " + cluster + "-worker-1", "rank 0: done, loss"} {
 			if !strings.Contains(log, want) {
 				t.Errorf("want %q in log.out:\n%s", want, log)
+			}
+		}
+	})
+
+	t.Run("srun starts a two-node MPI program over PMIx: mpi4py ranks 0 and 1 of 2 allreduce across the workers", func(t *testing.T) {
+		e := e.with(t)
+		e.onLogin("cat > /root/mpi_hello.py <<'EOF'\n" + slurmtest.MPIHello + "\nEOF")
+		for _, cmd := range []string{"srun -N2 --ntasks-per-node=1 python3 /root/mpi_hello.py", "srun --mpi=pmix -N2 --ntasks-per-node=1 python3 /root/mpi_hello.py"} {
+			out := e.onLogin(cmd + " | sort")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "0 2 1 "+cluster+"-worker-") || !strings.HasPrefix(lines[1], "1 2 1 "+cluster+"-worker-") ||
+				strings.Fields(lines[0])[3] == strings.Fields(lines[1])[3] {
+				t.Errorf("%s:\n%s\nwant ranks 0 and 1 of 2 on two workers, each with the sum 1", cmd, out)
 			}
 		}
 	})

@@ -54,3 +54,11 @@ func StartReconfigureSidecar(ctx context.Context, c *slurmharness.Cluster, host 
 		return strings.Contains(c.Logs(host), "watching /etc/slurm for changes"), nil
 	})
 }
+
+// MPIHello is a two-rank MPI program (mpi4py on Debian's Open MPI, started by srun over PMIx):
+// each rank prints its rank, the world size, the sum of all ranks (an allreduce across the
+// nodes) and its host name: "0 2 1 HOST" and "1 2 1 HOST".
+const MPIHello = `from mpi4py import MPI
+import socket
+c = MPI.COMM_WORLD
+print(c.Get_rank(), c.Get_size(), c.allreduce(c.Get_rank()), socket.gethostname(), flush=True)`
