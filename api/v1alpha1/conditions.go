@@ -45,6 +45,9 @@ const (
 	ReasonMungeKeyMissing = "MungeKeyMissing"
 	// ReasonPolicyViolation: the spec asks for an image or host path the operator's policy refuses.
 	ReasonPolicyViolation = "PolicyViolation"
+	// ReasonSpoolNotShared: a backup controller's spool is a claim that is not ReadWriteMany, so
+	// the two slurmctld could not share their saved state.
+	ReasonSpoolNotShared = "SpoolNotShared"
 
 	// ControllerAvailable, WorkersAvailable, LoginAvailable and AccountingAvailable, from their
 	// StatefulSet.

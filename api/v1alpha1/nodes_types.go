@@ -110,6 +110,15 @@ type Worker struct {
 	// +optional
 	GresAutoDetect GresAutoDetect `json:"gresAutoDetect,omitempty"`
 
+	// PodAnnotations go on every worker pod, for example k8s.v1.cni.cncf.io/networks to attach
+	// the RDMA network of the NVIDIA network operator (docs/networking.md). Changing them
+	// replaces the workers one drained node at a time. Keys under slurm.hpc.dev/ are the
+	// operator's.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
 	// Resources of the slurmd container. CPUs and memory of the Slurm node follow from them:
 	// CPUs from the CPU limit (or request), RealMemory from the memory limit (or request) less
 	// 5% headroom (at least 1 GiB, at most 16 GiB) for slurmd, sshd and the OS.
@@ -194,6 +203,13 @@ type Login struct {
 	// +kubebuilder:default={}
 	// +optional
 	Service LoginService `json:"service,omitempty"`
+
+	// PodAnnotations go on every login pod (a secondary network, a service mesh's opt-out).
+	// Changing them replaces the login pods. Keys under slurm.hpc.dev/ are the operator's.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
 	// Resources of the sshd container.
 	// +optional

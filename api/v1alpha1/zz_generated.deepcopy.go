@@ -234,6 +234,13 @@ func (in *Login) DeepCopyInto(out *Login) {
 		copy(*out, *in)
 	}
 	in.Service.DeepCopyInto(&out.Service)
+	if in.PodAnnotations != nil {
+		in, out := &in.PodAnnotations, &out.PodAnnotations
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	in.Resources.DeepCopyInto(&out.Resources)
 	in.Volumes.DeepCopyInto(&out.Volumes)
 }
@@ -691,6 +698,13 @@ func (in *Worker) DeepCopyInto(out *Worker) {
 		in, out := &in.ScaleDownGracePeriodSeconds, &out.ScaleDownGracePeriodSeconds
 		*out = new(int32)
 		**out = **in
+	}
+	if in.PodAnnotations != nil {
+		in, out := &in.PodAnnotations, &out.PodAnnotations
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
 	}
 	in.Resources.DeepCopyInto(&out.Resources)
 	if in.CPUTopology != nil {

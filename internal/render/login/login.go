@@ -5,6 +5,7 @@ package login
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -121,5 +122,5 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		TerminationGracePeriodSeconds: ptr.To[int64](30),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
-	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod}), nil
+	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod, PodAnnotations: maps.Clone(spec.PodAnnotations)}), nil
 }

@@ -4,6 +4,7 @@ package worker
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,6 +130,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	requireNodeLabels(&pod, in.GPU.RequireLabels)
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: in.WorkerCount(), Pod: pod, SpoolClaim: spoolClaim, OnDelete: true,
+		PodAnnotations: maps.Clone(spec.PodAnnotations),
 	}), nil
 }
 
