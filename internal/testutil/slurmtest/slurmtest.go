@@ -25,7 +25,14 @@ func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, sc *s
 		return nil, err
 	}
 	args := slurmctld.RestdArgs(sc)
-	argv := append([]string{"/usr/bin/env", "SLURM_JWT=daemon", "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"}, args[:len(args)-1]...)
+	argv := []string{"/usr/bin/env"}
+	for _, e := range slurmctld.RestdEnv() {
+		// The harness runs slurmrestd as nobody itself; its container's seccomp profile is not here.
+		if e.Name != "SLURMRESTD_SECURITY" {
+			argv = append(argv, e.Name+"="+e.Value)
+		}
+	}
+	argv = append(append(argv, "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"), args[:len(args)-1]...)
 	argv = append(argv, "unix:/shared/restd/slurmrestd.sock")
 	if err := c.StartDaemon(host, "slurmrestd", argv...); err != nil {
 		return nil, err
