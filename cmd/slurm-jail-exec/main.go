@@ -1,7 +1,7 @@
 // slurm-jail-exec is the entrypoint of the login and worker images: it binds into the jail what
 // belongs to this pod and runs its command chrooted in the jail.
 //
-//	slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... -- COMMAND [ARG]...
+//	slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... [--pivot] -- COMMAND [ARG]...
 //	slurm-jail-exec [--jail DIR] --wait-populated
 //
 // The first form sets the jail up once per container (later calls from probes, hooks and
@@ -34,12 +34,14 @@ func (b *binds) Set(s string) error {
 func main() {
 	var cfg jailexec.Config
 	var extra binds
-	var wait bool
+	var wait, pivot, pivotChild bool
 	fs := flag.NewFlagSet("slurm-jail-exec", flag.ContinueOnError)
 	fs.StringVar(&cfg.Jail, "jail", "/mnt/jail", "where the jail volume is mounted")
 	fs.Var(&extra, "bind", "SRC:DST[:ro]: bind the container's SRC on DST in the jail (repeatable)")
 	fs.StringVar(&cfg.Root, "driver-from", "/", "the root to look for the GPU driver's files under")
 	fs.BoolVar(&wait, "wait-populated", false, "wait until the jail is populated, then exit")
+	fs.BoolVar(&pivot, "pivot", false, "run the command in a mount namespace of its own whose root is the jail (pivot_root), so its children may make user namespaces (rootless Podman); this process stays, as their init")
+	fs.BoolVar(&pivotChild, "pivot-child", false, "(internal) the child --pivot starts, in its new mount namespace")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... -- COMMAND [ARG]...")
 		fmt.Fprintln(fs.Output(), "       slurm-jail-exec [--jail DIR] --wait-populated")
@@ -60,6 +62,13 @@ func main() {
 		fs.Usage()
 		os.Exit(2)
 	}
+	if pivotChild {
+		// The parent set the jail up in the container's namespace; this one is a copy of it.
+		if err := jailexec.PivotExec(cfg.Jail, fs.Args(), os.Environ()); err != nil {
+			logf("%v", err)
+			os.Exit(127)
+		}
+	}
 	if err := jailexec.Setup(cfg, logf); err != nil {
 		logf("%v", err)
 		os.Exit(1)
@@ -67,6 +76,13 @@ func main() {
 	env := os.Environ()
 	if !hasVar(env, "PATH") {
 		env = append(env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	if pivot {
+		code, err := jailexec.RunPivoted("/proc/self/exe", cfg.Jail, fs.Args(), env)
+		if err != nil {
+			logf("%v", err)
+		}
+		os.Exit(code)
 	}
 	if err := jailexec.Exec(cfg.Jail, fs.Args(), env); err != nil {
 		logf("%v", err)

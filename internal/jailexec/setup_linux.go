@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -249,6 +252,11 @@ func Exec(jail string, argv []string, env []string) error {
 	if err := unix.Chroot(jail); err != nil {
 		return fmt.Errorf("chroot %s: %w", jail, err)
 	}
+	return execFromRoot(argv, env)
+}
+
+// execFromRoot replaces this process with the command, looked up in PATH, from the root.
+func execFromRoot(argv []string, env []string) error {
 	if err := unix.Chdir("/"); err != nil {
 		return err
 	}
@@ -257,6 +265,46 @@ func Exec(jail string, argv []string, env []string) error {
 		return err
 	}
 	return unix.Exec(path, argv, env)
+}
+
+// PivotExec is Exec in a mount namespace of the command's own whose root is the jail (pivot_root,
+// not chroot), for daemons whose children must be able to make user namespaces: the kernel
+// refuses them to a chrooted process, and rootless Podman in a job step needs them. The jail's
+// mounts (Setup's binds, in the container's namespace) come along; mounts made in the jail
+// later stay in it. RunPivoted calls it in a child, so that the container's first process, whose
+// namespace probes, hooks and `kubectl exec` enter, stays in the container's (they chroot: Exec).
+func PivotExec(jail string, argv []string, env []string) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("no command")
+	}
+	// The namespace is this thread's; execve makes it the process's.
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare the mount namespace: %w", err)
+	}
+	// pivot_root refuses shared mounts; receive the container's later mounts, send none back.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("make the mounts private: %w", err)
+	}
+	// The new root must be a mount point of its own.
+	if err := unix.Mount(jail, jail, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind the jail on itself: %w", err)
+	}
+	if err := unix.Chdir(jail); err != nil {
+		return err
+	}
+	// The old root goes on top of the jail, and is then detached.
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root into %s: %w", jail, err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the container's root: %w", err)
+	}
+	// Shared within this namespace, as on a host: rootless Podman wants its mounts to propagate.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SHARED, ""); err != nil {
+		return fmt.Errorf("make the jail's mounts shared: %w", err)
+	}
+	return execFromRoot(argv, env)
 }
 
 func lookPath(name string, env []string) (string, error) {
@@ -276,4 +324,45 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s: not found in the jail's PATH %s", name, pathVar)
+}
+
+// RunPivoted runs the command as PivotExec does, in a child: this process stays in the
+// container's mount namespace as the container's first process, so that probes, hooks and
+// `kubectl exec` (which enter the namespaces of that process) still find the entrypoint. It
+// forwards signals to the child, reaps every orphan the pod's processes leave it, and returns
+// the child's exit code (128 + the signal when it was killed). self is this program, started
+// again with --pivot-child.
+func RunPivoted(self string, jail string, argv []string, env []string) (int, error) {
+	child := exec.Command(self, append([]string{"--jail", jail, "--pivot-child", "--"}, argv...)...)
+	child.Env = env
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	child.SysProcAttr = &unix.SysProcAttr{Unshareflags: unix.CLONE_NEWNS}
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	if err := child.Start(); err != nil {
+		return 127, err
+	}
+	pid := child.Process.Pid
+	go func() {
+		for s := range signals {
+			_ = unix.Kill(pid, s.(unix.Signal))
+		}
+	}()
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 127, err
+		}
+		if got != pid {
+			continue // an orphan, reaped
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ws.ExitStatus(), nil
+	}
 }

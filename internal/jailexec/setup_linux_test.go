@@ -22,11 +22,7 @@ func TestEntrypointInARealJail(t *testing.T) {
 		t.Skip("needs root and SLURM_ROOTFS (make test sets it)")
 	}
 	driver := fakeDriverRoot(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "slurm-jail-exec")
-	if b, err := exec.Command("go", "build", "-o", bin, "../../cmd/slurm-jail-exec").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v: %s", err, b)
-	}
+	dir, bin, jail, mountJail := overlayJail(t, rootfs)
 	dltest := filepath.Join(dir, "share", "dltest")
 	must(t, os.MkdirAll(filepath.Dir(dltest), 0o755))
 	if b, err := exec.Command("gcc", "-o", dltest, "testdata/dltest.c", "-ldl").CombinedOutput(); err != nil {
@@ -35,13 +31,7 @@ func TestEntrypointInARealJail(t *testing.T) {
 	config := filepath.Join(dir, "config")
 	must(t, os.MkdirAll(config, 0o755))
 	must(t, os.WriteFile(filepath.Join(config, "slurm.conf"), []byte("ClusterName=jailtest\n"), 0o644))
-	for _, d := range []string{"upper", "work", "jail"} {
-		must(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
-	}
-	jail := filepath.Join(dir, "jail")
-	script := `set -e
-mount -t overlay overlay -o lowerdir=` + rootfs + `,upperdir=` + dir + `/upper,workdir=` + dir + `/work ` + jail + `
-touch ` + jail + `/` + slurmfacts.JailMarkerFile + `
+	script := mountJail + `
 # The "container's" /run, where the driver is gathered: a tmpfs of this namespace, not the host's.
 mount -t tmpfs tmpfs /run
 x=` + bin + `
@@ -93,4 +83,69 @@ echo "proc mounts: $(awk -v p=` + jail + `/proc '$5 == p' /proc/self/mountinfo |
 	if _, err := os.Stat(filepath.Join(dir, "upper", JailLibDir, "libcuda.so.555.1")); err == nil {
 		t.Error("a driver file was copied into the shared jail")
 	}
+}
+
+// TestPivotLetsJobsMakeUserNamespaces: a process chrooted into the jail may not make a user
+// namespace (the kernel's rule, which rootless Podman in a job step runs into); with --pivot
+// the command runs in a mount namespace whose root is the jail, and it may, as its children
+// may. Both see the jail as their root. The entrypoint itself stays in the first namespace,
+// where `kubectl exec` and probes find it, and exits with the command's status.
+func TestPivotLetsJobsMakeUserNamespaces(t *testing.T) {
+	rootfs := os.Getenv("SLURM_ROOTFS")
+	if os.Geteuid() != 0 || rootfs == "" {
+		t.Skip("needs root and SLURM_ROOTFS (make test sets it)")
+	}
+	_, bin, jail, mountJail := overlayJail(t, rootfs)
+	script := mountJail + `
+mount -t tmpfs tmpfs /run
+x=` + bin + `
+echo "chroot: $($x --jail ` + jail + ` -- /bin/sh -c 'head -1 /etc/slurm-rootfs-version; unshare --user --map-root-user id -u 2>&1 || true' | tr '\n' ' ')"
+echo "pivot: $($x --jail ` + jail + ` --pivot -- /bin/sh -c 'head -1 /etc/slurm-rootfs-version; unshare --user --map-root-user id -u 2>&1' | tr '\n' ' ')"
+echo "entrypoint stays: $($x --jail ` + jail + ` --pivot -- /bin/sh -c 'test "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/$PPID/ns/mnt)" && test -x /proc/$PPID/root/` + bin + ` && echo yes')"
+$x --jail ` + jail + ` --pivot -- /bin/sh -c 'exit 3' || echo "exit: $?"
+`
+	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "/bin/sh", "-c", script).CombinedOutput()
+	got := string(out)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, got)
+	}
+	version := strings.TrimSpace(strings.SplitN(string(mustRead(t, filepath.Join(rootfs, "etc", "slurm-rootfs-version"))), "\n", 2)[0])
+	for _, want := range []string{
+		"chroot: " + version + " unshare: unshare failed: Operation not permitted",
+		"pivot: " + version + " 0 ",
+		// The entrypoint stays in the container's namespace (probes enter it), as the parent.
+		"entrypoint stays: yes",
+		"exit: 3",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in:\n%s", want, got)
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must(t, err)
+	return b
+}
+
+// overlayJail builds slurm-jail-exec and prepares a copy-on-write jail over rootfs: it returns
+// the test's folder, the binary, the jail, and the shell lines that mount the jail and mark it
+// populated (run them in a private mount namespace).
+func overlayJail(t *testing.T, rootfs string) (dir, bin, jail, mountJail string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "slurm-jail-exec")
+	if b, err := exec.Command("go", "build", "-o", bin, "../../cmd/slurm-jail-exec").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v: %s", err, b)
+	}
+	for _, d := range []string{"upper", "work", "jail"} {
+		must(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	jail = filepath.Join(dir, "jail")
+	mountJail = `set -e
+mount -t overlay overlay -o lowerdir=` + rootfs + `,upperdir=` + dir + `/upper,workdir=` + dir + `/work ` + jail + `
+touch ` + jail + `/` + slurmfacts.JailMarkerFile
+	return dir, bin, jail, mountJail
 }
