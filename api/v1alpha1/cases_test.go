@@ -91,6 +91,7 @@ func invalidCases() []invalidCase {
 		{"an accounting node filter that does not exist", setTo("spec.slurmNodes.accounting.k8sNodeFilterName", "db"), "spec.slurmNodes.accounting.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a worker pod annotation under the operator's prefix", setTo("spec.slurmNodes.worker.podAnnotations", map[string]any{"k8s.v1.cni.cncf.io/networks": "rdma-net", "slurm.hpc.dev/config-seen": "x"}), "spec.slurmNodes.worker.podAnnotations", "the operator's own"},
 		{"a login pod annotation under the operator's prefix", setTo("spec.slurmNodes.login.podAnnotations", map[string]any{"slurm.hpc.dev/restart-hash": "x"}), "spec.slurmNodes.login.podAnnotations", "the operator's own"},
+		{"a registry mirror that is not a URL", setTo("spec.docker.registryMirrors", []any{"mirror.example.com"}), "spec.docker.registryMirrors[0]", "should match"},
 		{"an exporter node filter that does not exist", setTo("spec.slurmNodes.exporter.k8sNodeFilterName", "mon"), "spec.slurmNodes.exporter.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a populate Job node filter that does not exist", setTo("spec.populateJail", map[string]any{"image": "j:1", "k8sNodeFilterName": "x"}), "spec.populateJail.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a worker jail that names no volume source", setTo("spec.slurmNodes.worker.volumes.jail.volumeSourceName", "jail2"), "spec.slurmNodes.worker.volumes.jail.volumeSourceName", "spec.volumeSources"},

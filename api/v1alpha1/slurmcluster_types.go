@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -70,8 +71,45 @@ type SlurmClusterSpec struct {
 	// +optional
 	Images Images `json:"images,omitempty"`
 
+	// Docker runs a Docker daemon on every worker and login node for the docker CLI of the
+	// jail (docs/containers.md). Rootless Podman needs no daemon and is always there.
+	// +kubebuilder:default={}
+	// +optional
+	Docker Docker `json:"docker,omitempty"`
+
 	// SlurmNodes sets the count and configuration of each kind of Slurm node.
 	SlurmNodes SlurmNodes `json:"slurmNodes"`
+}
+
+// Docker configures the Docker daemon of each worker and login node. Its containers run outside
+// Slurm's limits (run Docker jobs with -N and --exclusive); rootless Podman, in the jail too,
+// runs containers inside the job step's cgroup.
+type Docker struct {
+	// Enabled runs dockerd in every worker and login pod, its data on the node (an emptyDir,
+	// never the shared jail), its socket at /run/docker.sock in the jail. On by default: the
+	// user document installs Docker on every node. Users need the docker group (adduser USER
+	// docker on a login node, for every node), which is as good as root on the node.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// DataSizeLimit bounds each node's Docker data (images, containers, build cache). The pod is
+	// evicted when it is exceeded.
+	// +optional
+	DataSizeLimit *resource.Quantity `json:"dataSizeLimit,omitempty"`
+
+	// RegistryMirrors are dockerd's --registry-mirror URLs, for clusters that have a mirror of
+	// Docker Hub.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^https?://[^\s,]+$`
+	// +optional
+	RegistryMirrors []string `json:"registryMirrors,omitempty"`
+}
+
+// DockerEnabled reports whether the cluster runs dockerd (spec.docker.enabled, on when unset).
+func (sc *SlurmCluster) DockerEnabled() bool {
+	return sc.Spec.Docker.Enabled == nil || *sc.Spec.Docker.Enabled
 }
 
 // K8sNodeFilter is a named choice of Kubernetes nodes.

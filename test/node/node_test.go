@@ -310,6 +310,53 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 		}
 	})
 
+	// 4.5: Docker in the shared root; rootless Podman inside Slurm's limits.
+	t.Run("Docker on every node: an image built on a login node and saved to the shared root runs on a worker with srun -N1 --exclusive; dockerd's data is on the node, not in the jail", func(t *testing.T) {
+		e := e.with(t)
+		// No registry: an image from scratch with the jail's static busybox.
+		e.onLogin(`set -e; mkdir -p /root/hello; cp /bin/busybox /root/hello/
+printf 'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox"]\n' > /root/hello/Dockerfile
+docker build -q -t hello:1 /root/hello >/dev/null; docker save -o /root/hello.tar hello:1`)
+		out := e.onLogin(`srun -N1 -w worker-1 --exclusive sh -c 'docker load -q -i /root/hello.tar >/dev/null && docker run --rm hello:1 echo "docker on $(hostname)"'`)
+		if strings.TrimSpace(out) != "docker on "+cluster+"-worker-1" {
+			t.Errorf("docker run on worker-1:\n%s", out)
+		}
+		root := e.onLogin(`srun -N1 -w worker-1 docker info --format '{{.DockerRootDir}} {{len .Images}}'; echo "jail: $(ls -A /var/lib/docker | wc -l)"`)
+		if !strings.Contains(root, "/var/lib/docker ") || strings.Contains(root, "/var/lib/docker 0") || !strings.Contains(root, "jail: 0") {
+			t.Errorf("dockerd's data root (on the node) and the jail's /var/lib/docker (empty):\n%s", root)
+		}
+		if out := e.kubectlOK("exec", "-n", ns, cluster+"-worker-1", "-c", "dockerd", "--", "ls", "/slurm-operator/docker"); !strings.Contains(out, "image") {
+			t.Errorf("the worker's emptyDir for Docker holds no data:\n%s", out)
+		}
+	})
+
+	t.Run("rootless Podman in a job step stays in the step's cgroup: the container's CPU set, cgroup and GPU are the step's", func(t *testing.T) {
+		e := e.with(t)
+		// adduser gave alice subordinate ids, which rootless Podman maps her container's users to.
+		if out := e.onLogin("grep -c '^alice:' /etc/subuid /etc/subgid"); strings.Count(out, ":1") != 2 {
+			t.Fatalf("alice's subordinate ids:\n%s", out)
+		}
+		e.onLogin("install -o alice -g alice -m 0644 /root/hello.tar /home/alice/hello.tar")
+		// What a step sees of itself: its uid, CPU set, cgroup (the cpuset one under cgroup v1)
+		// and GPU; then the same from inside a container it starts (busybox's applets there).
+		e.onLogin(`cat > /usr/local/bin/step-look <<'EOF'
+B=; command -v grep >/dev/null || B=busybox
+echo "$($B id -u) $($B grep Cpus_allowed_list /proc/self/status | $B cut -f2) $($B grep -E '^0::|cpuset' /proc/self/cgroup | $B head -1 | $B cut -d: -f3) gpu=$CUDA_VISIBLE_DEVICES"
+EOF
+chmod 755 /usr/local/bin/step-look`)
+		out := e.onLogin(`su alice -c 'cd; srun -n1 -c1 --gres=gpu:1 sh -c "step-look; podman load -q -i ~/hello.tar >/dev/null && podman run --rm -v /usr/local/bin/step-look:/look:ro hello:1 sh /look"' 2>&1`)
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, "time=") { // Podman's warnings (cgroup v1 on this node)
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "1000 ") || !strings.HasSuffix(lines[0], " gpu=0") || len(strings.Fields(lines[0])) != 4 ||
+			!strings.Contains(lines[0], "/step_0") || strings.Join(strings.Fields(lines[1])[1:], " ") != strings.Join(strings.Fields(lines[0])[1:], " ") {
+			t.Errorf("the step, then the container it started:\n%s\nwant the same CPU set, cgroup and GPU twice", out)
+		}
+	})
+
 	// The periodic checks (slurm-node-health.sh) with the stand-in nvidia-smi.
 	t.Run("a worker that sees fewer GPUs is drained by the health check and returns when they are back; an admin's drain stays", func(t *testing.T) {
 		e := e.with(t)

@@ -80,3 +80,16 @@ func JailExec(binds []JailBind, argv ...string) []string {
 	}
 	return append(append(out, "--"), argv...)
 }
+
+// JailExecPivot is JailExec with the command in a mount namespace whose root is the jail
+// (pivot_root instead of chroot), so that its children, such as slurmd's job steps, may make
+// user namespaces (rootless Podman); the kernel refuses them to chrooted processes.
+func JailExecPivot(binds []JailBind, argv ...string) []string {
+	out := JailExec(binds, argv...)
+	for i, a := range out {
+		if a == "--" {
+			return append(append(append([]string{}, out[:i]...), "--pivot"), out[i:]...)
+		}
+	}
+	return out
+}

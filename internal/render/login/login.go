@@ -6,6 +6,7 @@ package login
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -84,6 +85,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		base.SSHHostKeysVolume(sc),
 		base.AuthorizedKeysVolume(sc),
 	)
+	volumes = append(volumes, base.DockerVolumes(sc)...)
 	mounts := append(jailMounts,
 		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
 		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
@@ -95,14 +97,16 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		base.SSHHostKeysBind,
 		base.AuthorizedKeysBind,
 	}, subBinds...)
+	// Clipped: the containers append their own mounts to copies.
+	mounts, binds = slices.Clip(mounts), slices.Clip(binds)
 	sshd := base.Container(sc, corev1.Container{
 		Name:         "sshd",
 		Image:        sc.Spec.Images.Login,
-		Command:      base.JailExec(binds, base.SSHDArgs(spec.Sshd.Port)...),
+		Command:      base.JailExec(binds, base.WithDockerSocket(sc, base.SSHDArgs(spec.Sshd.Port))...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    *spec.Resources.DeepCopy(),
-		VolumeMounts: mounts,
+		VolumeMounts: append(mounts, base.DockerRunMounts(sc)...),
 		// Not privileged: the entrypoint binds /proc, /sys, /dev and the pod's files into the
 		// jail (CAP_SYS_ADMIN, and no AppArmor profile, whose default denies mounts) and chroots
 		// (CAP_SYS_CHROOT); sshd's PAM session writes the login UID (CAP_AUDIT_CONTROL). The
@@ -114,9 +118,14 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		},
 		ReadinessProbe: base.TCPProbe("ssh", 5),
 	})
+	containers := []corev1.Container{sshd}
+	if sc.DockerEnabled() {
+		// For users to build and save images on a login node (docker build, docker save).
+		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Login, mounts, binds))
+	}
 	pod := corev1.PodSpec{
 		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
-		Containers:                    []corev1.Container{sshd},
+		Containers:                    containers,
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 		TerminationGracePeriodSeconds: ptr.To[int64](30),

@@ -5,6 +5,7 @@ package worker
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		// One /tmp for slurmd's jobs and ssh sessions on the node.
 		corev1.Volume{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
+	volumes = append(volumes, base.DockerVolumes(sc)...)
 	// Without a spool in the spec, slurmd's state is the pod's: an emptyDir.
 	spoolVol, spoolClaim, err := base.SpoolVolume(sc, spec.Volumes.Spool, nil)
 	if err != nil {
@@ -80,7 +82,9 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		corev1.VolumeMount{Name: volumeShm, MountPath: "/dev/shm"},
 		corev1.VolumeMount{Name: volumeTmp, MountPath: "/tmp"},
 	)
-	binds := append([]base.JailBind{{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true}}, subBinds...)
+	// Clipped: each container appends its own mounts to a copy, never into a shared array.
+	nodeMounts = slices.Clip(nodeMounts)
+	binds := slices.Clip(append([]base.JailBind{{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true}}, subBinds...))
 	slurmdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: spoolMountDir, Target: slurmfacts.SlurmdSpoolDir})
 	sshdBinds := append(append([]base.JailBind{}, binds...), base.SSHHostKeysBind, base.AuthorizedKeysBind)
 
@@ -88,13 +92,13 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	slurmd := base.Container(sc, corev1.Container{
 		Name:    "slurmd",
 		Image:   sc.Spec.Images.Worker,
-		Command: base.JailExec(slurmdBinds, "/bin/sh", "-c", SlurmdScript),
+		Command: base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc, []string{"/bin/sh", "-c", SlurmdScript})...),
 		Env:     append(env, corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)}),
 		Ports: []corev1.ContainerPort{
 			{Name: "slurmd", ContainerPort: slurmfacts.SlurmdPort},
 		},
 		Resources:    resources,
-		VolumeMounts: append(nodeMounts, corev1.VolumeMount{Name: base.VolumeSpool, MountPath: spoolMountDir}),
+		VolumeMounts: append(append(nodeMounts, corev1.VolumeMount{Name: base.VolumeSpool, MountPath: spoolMountDir}), base.DockerRunMounts(sc)...),
 		// slurmd makes cgroups for jobs and the entrypoint mounts into the jail: nothing
 		// narrower than a privileged container allows both (docs/images.md).
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
@@ -113,15 +117,19 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sshd := base.Container(sc, corev1.Container{
 		Name:            "sshd",
 		Image:           sc.Spec.Images.Worker,
-		Command:         base.JailExec(sshdBinds, base.SSHDArgs(22)...),
+		Command:         base.JailExec(sshdBinds, base.WithDockerSocket(sc, base.SSHDArgs(22))...),
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
-		VolumeMounts:    append(nodeMounts, base.SSHHostKeysMount, base.AuthorizedKeysMount),
+		VolumeMounts:    append(append(nodeMounts, base.SSHHostKeysMount, base.AuthorizedKeysMount), base.DockerRunMounts(sc)...),
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 	})
+	containers := []corev1.Container{slurmd, sshd}
+	if sc.DockerEnabled() {
+		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Worker, nodeMounts, binds))
+	}
 	pod := corev1.PodSpec{
 		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
-		Containers:                    []corev1.Container{slurmd, sshd},
+		Containers:                    containers,
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 		TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriodSeconds),
