@@ -90,6 +90,8 @@ func invalidCases() []invalidCase {
 		{"a login node filter that does not exist", setTo("spec.slurmNodes.login.k8sNodeFilterName", "edge"), "spec.slurmNodes.login.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"an accounting node filter that does not exist", setTo("spec.slurmNodes.accounting.k8sNodeFilterName", "db"), "spec.slurmNodes.accounting.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a worker pod annotation under the operator's prefix", setTo("spec.slurmNodes.worker.podAnnotations", map[string]any{"k8s.v1.cni.cncf.io/networks": "rdma-net", "slurm.hpc.dev/config-seen": "x"}), "spec.slurmNodes.worker.podAnnotations", "the operator's own"},
+		{"a worker pod annotation key with a space", setTo("spec.slurmNodes.worker.podAnnotations", map[string]any{"bad key": "x"}), "spec.slurmNodes.worker.podAnnotations", "must be an annotation key"},
+		{"a login pod annotation key with two slashes", setTo("spec.slurmNodes.login.podAnnotations", map[string]any{"a/b/c": "x"}), "spec.slurmNodes.login.podAnnotations", "must be an annotation key"},
 		{"a login pod annotation under the operator's prefix", setTo("spec.slurmNodes.login.podAnnotations", map[string]any{"slurm.hpc.dev/restart-hash": "x"}), "spec.slurmNodes.login.podAnnotations", "the operator's own"},
 		{"a registry mirror that is not a URL", setTo("spec.docker.registryMirrors", []any{"mirror.example.com"}), "spec.docker.registryMirrors[0]", "should match"},
 		{"an exporter node filter that does not exist", setTo("spec.slurmNodes.exporter.k8sNodeFilterName", "mon"), "spec.slurmNodes.exporter.k8sNodeFilterName", "spec.k8sNodeFilters"},

@@ -116,6 +116,7 @@ type Worker struct {
 	// operator's.
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 
@@ -208,6 +209,7 @@ type Login struct {
 	// Changing them replaces the login pods. Keys under slurm.hpc.dev/ are the operator's.
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 

@@ -17,6 +17,8 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
+	"github.com/slurm-k8s/slurm-operator/internal/render/login"
+	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/fuzzspec"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/golden"
 )
@@ -197,4 +199,34 @@ func firstDiff(a, b string) string {
 		}
 	}
 	return fmt.Sprintf("%d lines against %d", len(al), len(bl))
+}
+
+// podAnnotations reach the worker and login pods (a secondary network is attached by one), and
+// the rendered objects do not share the spec's map.
+func TestPodAnnotationsReachTheWorkerAndLoginPods(t *testing.T) {
+	sc, err := fixtures.Sample(samples[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.SlurmNodes.Worker.PodAnnotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "rdma-net"}
+	sc.Spec.SlurmNodes.Login.PodAnnotations = map[string]string{"sidecar.istio.io/inject": "false"}
+	in := fixtures.Input(sc)
+	w, err := worker.StatefulSet(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := login.StatefulSet(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Spec.Template.Annotations["k8s.v1.cni.cncf.io/networks"]; got != "rdma-net" {
+		t.Errorf("worker template annotations: %v", w.Spec.Template.Annotations)
+	}
+	if got := l.Spec.Template.Annotations["sidecar.istio.io/inject"]; got != "false" {
+		t.Errorf("login template annotations: %v", l.Spec.Template.Annotations)
+	}
+	w.Spec.Template.Annotations["x"] = "y"
+	if _, shared := sc.Spec.SlurmNodes.Worker.PodAnnotations["x"]; shared {
+		t.Error("the worker template shares the spec's annotation map")
+	}
 }

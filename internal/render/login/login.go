@@ -121,7 +121,15 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	containers := []corev1.Container{sshd}
 	if sc.DockerEnabled() {
 		// For users to build and save images on a login node (docker build, docker save).
-		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Login, mounts, binds))
+		// It sees what sessions see of the pod, but not sshd's host keys or root's keys.
+		notKeys := func(name string) bool {
+			return name == base.SSHHostKeysMount.Name || name == base.AuthorizedKeysMount.Name
+		}
+		dockerMounts := slices.DeleteFunc(slices.Clone(mounts), func(m corev1.VolumeMount) bool { return notKeys(m.Name) })
+		dockerBinds := slices.DeleteFunc(slices.Clone(binds), func(b base.JailBind) bool {
+			return b == base.SSHHostKeysBind || b == base.AuthorizedKeysBind
+		})
+		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Login, dockerMounts, dockerBinds))
 	}
 	pod := corev1.PodSpec{
 		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
