@@ -93,6 +93,7 @@ func invalidCases() []invalidCase {
 		{"a worker pod annotation key with a space", setTo("spec.slurmNodes.worker.podAnnotations", map[string]any{"bad key": "x"}), "spec.slurmNodes.worker.podAnnotations", "must be an annotation key"},
 		{"a login pod annotation key with two slashes", setTo("spec.slurmNodes.login.podAnnotations", map[string]any{"a/b/c": "x"}), "spec.slurmNodes.login.podAnnotations", "must be an annotation key"},
 		{"a login pod annotation under the operator's prefix", setTo("spec.slurmNodes.login.podAnnotations", map[string]any{"slurm.hpc.dev/restart-hash": "x"}), "spec.slurmNodes.login.podAnnotations", "the operator's own"},
+		{"a Docker data size of zero", setTo("spec.docker.dataSizeLimit", "0"), "spec.docker.dataSizeLimit", "must be a positive size"},
 		{"a registry mirror that is not a URL", setTo("spec.docker.registryMirrors", []any{"mirror.example.com"}), "spec.docker.registryMirrors[0]", "should match"},
 		{"an exporter node filter that does not exist", setTo("spec.slurmNodes.exporter.k8sNodeFilterName", "mon"), "spec.slurmNodes.exporter.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a populate Job node filter that does not exist", setTo("spec.populateJail", map[string]any{"image": "j:1", "k8sNodeFilterName": "x"}), "spec.populateJail.k8sNodeFilterName", "spec.k8sNodeFilters"},

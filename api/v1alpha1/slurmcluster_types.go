@@ -95,6 +95,7 @@ type Docker struct {
 
 	// DataSizeLimit bounds each node's Docker data (images, containers, build cache). The pod is
 	// evicted when it is exceeded.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="must be a positive size, for example 200Gi"
 	// +optional
 	DataSizeLimit *resource.Quantity `json:"dataSizeLimit,omitempty"`
 
