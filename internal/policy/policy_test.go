@@ -35,6 +35,9 @@ func TestCheck(t *testing.T) {
 		{"a hostPath that only shares a prefix", Policy{HostPaths: []string{"/scratch"}}, cluster("/scratch2"), "spec.volumeSources[0].hostPath.path"},
 		{"a hostPath that climbs out", Policy{HostPaths: []string{"/scratch"}}, cluster("/scratch/../etc"), "spec.volumeSources[0].hostPath.path"},
 		{"no hostPath at all, none allowed", Policy{HostPaths: []string{}}, cluster(), ""},
+		{"an allowed directory written with a trailing slash", Policy{HostPaths: []string{"/scratch/"}}, cluster("/scratch/slurm/"), ""},
+		{"a hostPath that climbs out into a system tree", Policy{HostPaths: []string{"/scratch"}}, cluster("/scratch/../etc/kubernetes"), "spec.volumeSources[0].hostPath.path"},
+		{"a hostPath that climbs out and back in", Policy{HostPaths: []string{"/scratch"}}, cluster("/scratch/../scratch/slurm"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.policy.Check(tc.sc)

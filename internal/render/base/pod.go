@@ -3,6 +3,7 @@ package base
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,7 +127,7 @@ func VolumeSourceVolume(sc *slurmv1alpha1.SlurmCluster, sourceName, name string)
 			vol.NFS = v.NFS.DeepCopy()
 		case v.HostPath != nil:
 			if systemPath(v.HostPath.Path) {
-				return vol, fmt.Errorf("volume source %q: hostPath %q is the node's root or one of its system directories; name a directory of its own", sourceName, v.HostPath.Path)
+				return vol, fmt.Errorf("volume source %q: hostPath %q is the node's root, one of its system directories or under one (/etc, /usr, /var/lib/kubelet, …); name a directory of its own", sourceName, v.HostPath.Path)
 			}
 			vol.HostPath = v.HostPath.DeepCopy()
 		case v.EmptyDir != nil:
@@ -141,16 +142,35 @@ func VolumeSourceVolume(sc *slurmv1alpha1.SlurmCluster, sourceName, name string)
 	return corev1.Volume{}, fmt.Errorf("volume source %q is not in spec.volumeSources", sourceName)
 }
 
-// systemDirs are the node directories a volume source may not mount: a jail or scratch volume
-// there would hand the node's own system to the pods (and the populate Job would copy over it).
-var systemDirs = map[string]bool{
-	"/": true, "/proc": true, "/sys": true, "/dev": true, "/etc": true, "/boot": true, "/usr": true, "/var": true,
-	"/run": true, "/root": true, "/home": true, "/bin": true, "/sbin": true, "/lib": true, "/lib64": true, "/opt": true,
-	"/srv": true, "/tmp": true, "/var/lib": true, "/var/lib/kubelet": true, "/usr/local": true,
+// systemTrees are node directories that hold what the node runs or trusts as root: its
+// configuration (/etc/kubernetes, /etc/sudoers.d), binaries and libraries, devices and kernel
+// interfaces, root's home, the runtimes' sockets and state, the kubelet's pods and the logs it
+// follows, cron's spool, CNI plugins. Writing anywhere under one is root on the node, and reading
+// under one leaks the node's credentials, so each is refused with its whole tree.
+var systemTrees = []string{
+	"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root", "/run",
+	"/sbin", "/sys", "/usr",
+	"/opt/cni", "/var/lib/cni", "/var/lib/containerd", "/var/lib/docker", "/var/lib/etcd",
+	"/var/lib/kubelet", "/var/lib/rancher", "/var/lock", "/var/log", "/var/run", "/var/spool/cron",
 }
 
+// systemDirs are refused themselves but not below: their subdirectories are where node-local
+// scratch and jails usually live (/var/lib/slurm-jail, /srv/jail, /tmp/x), while the directory
+// itself holds the trees above or other users' files.
+var systemDirs = []string{"/", "/home", "/opt", "/srv", "/tmp", "/var", "/var/lib"}
+
+// systemPath says whether p is the node's root, a system directory, or under a system tree. The
+// path is cleaned first, so "/var/lib/../lib/kubelet/x" and "/etc/" are seen as what the kubelet
+// mounts. A symbolic link on the node is not seen here: the installer's allowed prefixes
+// (package policy) are what keeps a SlurmCluster to directories made for it.
 func systemPath(p string) bool {
-	return systemDirs[path.Clean("/"+p)]
+	p = path.Clean("/" + p)
+	for _, d := range systemTrees {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return slices.Contains(systemDirs, p)
 }
 
 // JailVolumes returns the jail volume and one volume per jail sub-mount, the container mounts

@@ -10,21 +10,70 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
-// A hostPath volume source at the node's root or a system directory would hand the node's own
-// system to the pods, and the populate Job would copy a jail over it: it is never rendered.
+// A hostPath volume source at the node's root, on a system directory or anywhere under a system
+// tree would hand the node's own system to the pods, and the populate Job would copy a jail over
+// it: it is never rendered. Paths are compared cleaned, as the kubelet mounts them.
 func TestHostPathVolumeSourcesOnSystemDirectoriesAreRefused(t *testing.T) {
-	for p, refused := range map[string]bool{
-		"/": true, "//": true, "/etc/": true, "/var/lib/kubelet": true, "/usr/./": true, "/var/../etc": true,
-		"/srv/jail": false, "/data/slurm-jail": false, "/var/lib/slurm-jail": false,
+	for _, tc := range []struct {
+		path    string
+		refused bool
+	}{
+		{"/", true},
+		{"//", true},
+		{"/etc/", true},
+		{"/usr/./", true},
+		{"/var/../etc", true},
+		{"/var", true},
+		{"/var/lib", true},
+		{"/var/lib/kubelet", true},
+		{"/var/lib/kubelet/", true},
+		{"/home", true},
+		{"/tmp", true},
+		// Under a system tree: each of these passed when only the directories themselves were
+		// refused.
+		{"/etc/kubernetes", true},
+		{"/etc/kubernetes/pki", true},
+		{"/etc/kubernetes/", true},
+		{"/var/lib/kubelet/pods", true},
+		{"/var/lib/../lib/kubelet/x", true},
+		{"/var/lib/kubelet/pods/../../kubelet/config.yaml", true},
+		{"/usr/local/bin", true},
+		{"/root/.ssh", true},
+		{"/proc/1/root", true},
+		{"/sys/fs/cgroup", true},
+		{"/dev/nvme0n1", true},
+		{"/run/containerd/containerd.sock", true},
+		{"/var/run/docker.sock", true},
+		{"/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs", true},
+		{"/var/lib/docker/volumes", true},
+		{"/var/log/pods", true},
+		{"/var/spool/cron/crontabs", true},
+		{"/opt/cni/bin", true},
+		{"/boot/grub", true},
+		{"/lib/modules", true},
+		{"etc/kubernetes", true},
+		// Directories of their own, some under a directory that is refused by itself only.
+		{"/srv/jail", false},
+		{"/data/slurm-jail", false},
+		{"/var/lib/slurm-jail", false},
+		{"/tmp/slurm-operator-node/volumes/jail", false},
+		{"/scratch/", false},
+		{"/home/shared", false},
+		{"/opt/slurm", false},
+		{"/etcetera", false},
+		{"/var/lib/kubelet-scratch", false},
+		{"/var/spool/slurm", false},
 	} {
-		sc := &slurmv1alpha1.SlurmCluster{}
-		sc.Spec.VolumeSources = []slurmv1alpha1.VolumeSource{{Name: "jail", HostPath: &corev1.HostPathVolumeSource{Path: p}}}
-		_, err := base.VolumeSourceVolume(sc, "jail", base.VolumeJail)
-		if refused && (err == nil || !strings.Contains(err.Error(), "system directories")) {
-			t.Errorf("hostPath %q: got %v, want a refusal", p, err)
-		}
-		if !refused && err != nil {
-			t.Errorf("hostPath %q: %v", p, err)
-		}
+		t.Run(tc.path, func(t *testing.T) {
+			sc := &slurmv1alpha1.SlurmCluster{}
+			sc.Spec.VolumeSources = []slurmv1alpha1.VolumeSource{{Name: "jail", HostPath: &corev1.HostPathVolumeSource{Path: tc.path}}}
+			_, err := base.VolumeSourceVolume(sc, "jail", base.VolumeJail)
+			if tc.refused && (err == nil || !strings.Contains(err.Error(), "system directories")) {
+				t.Errorf("got %v, want a refusal", err)
+			}
+			if !tc.refused && err != nil {
+				t.Errorf("refused: %v", err)
+			}
+		})
 	}
 }
