@@ -100,6 +100,54 @@ func RestdEnv() []corev1.EnvVar {
 	}
 }
 
+// RestdResources are the slurmrestd container's requests and memory limit for a cluster of
+// workers workers. slurmrestd holds a whole answer in memory while it writes its JSON, so its
+// memory follows the job list, and the job list follows the cluster's size: make bench-exporter
+// measured a peak of 2.9 GiB (2,865 MiB) at 1,000 nodes and 10,000 jobs, 2.9 MiB per worker at
+// 10 jobs per worker (docs/performance.md). With MALLOC_ARENA_MAX=2 (RestdEnv) it keeps about
+// one list's peak after it, so that peak is its steady state once the operator or the exporter
+// has listed jobs. With n the worker count rounded up to a power of 2, at least 16 (16, 32, 64,
+// …, 1,024, …):
+//
+//	memory request = 128 MiB + 3 MiB × n    the measured peak per worker, rounded up, and a floor
+//	memory limit   = 1 GiB + 6 MiB × n      room for twice that many jobs, and 3,500 more
+//	CPU request    = 100m + 0.5m × n        a 10,000-job list took 4.6 s of CPU at 1,000
+//	                                        workers, asked at most every 10 s per exporter
+//
+// The limit is what keeps slurmctld alive: slurmrestd is a container of its own in slurmctld's
+// pod, and its own memory limit means a job list past it (a user asking for every job of a
+// huge queue) gets slurmrestd OOM-killed and restarted by the kubelet, while slurmctld's
+// memory is untouched; without it the node's OOM killer could pick slurmctld. No CPU limit:
+// throttling would only stretch a long list past its clients' timeouts, and slurmctld's CPU is
+// kept by its own request. The rounding keeps the worker count out of the pod template while
+// the cluster scales within a step (8 to 16 workers restarts nothing; docs/reconcile.md): a
+// cluster that doubles past a step changes the template, and its controller pod restarts once
+// (slurmctld resumes from its saved state; running jobs go on).
+//
+// spec.slurmNodes.controller.resources sets the slurmctld container's resources only; the spec
+// has no setting for slurmrestd's, so a cluster whose queue is far longer than 10 jobs per
+// worker cannot raise them: a job list past the limit fails (the exporter's job metrics, and
+// the operator's look at busy workers, which then fails closed and removes no worker).
+func RestdResources(workers int32) corev1.ResourceRequirements {
+	n := int64(restdStepMin)
+	for n < int64(workers) {
+		n *= 2
+	}
+	const mib = 1 << 20
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(100+n/2, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity((128+3*n)*mib, resource.BinarySI),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceMemory: *resource.NewQuantity((1024+6*n)*mib, resource.BinarySI),
+		},
+	}
+}
+
+// restdStepMin is the smallest worker count RestdResources sizes slurmrestd for.
+const restdStepMin = 16
+
 // RestdURL is where the operator reaches slurmrestd.
 func RestdURL(sc *slurmv1alpha1.SlurmCluster, clusterDomain string) string {
 	return fmt.Sprintf("http://%s.%s.svc.%s:%d", sc.HeadlessServiceName(comp), sc.Namespace, clusterDomain, slurmfacts.SlurmrestdPort)
@@ -197,6 +245,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
 		},
+		Resources:       RestdResources(in.WorkerCount()),
 		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To(slurmfacts.NobodyUID), RunAsGroup: ptr.To(slurmfacts.NobodyUID), RunAsNonRoot: ptr.To(true)},
 		ReadinessProbe:  base.TCPProbe("slurmrestd", 5),
 	}))
