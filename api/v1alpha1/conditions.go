@@ -143,3 +143,14 @@ const (
 	// with their jobs.
 	EventScaleDownGraceExpired = "ScaleDownGraceExpired"
 )
+
+// Available and Degraded, when a key Secret of a cluster that ran is gone (the munge key's is
+// ReasonMungeKeyMissing above). Nothing is rendered until the Secret is restored.
+const (
+	// ReasonJWTKeyMissing: the JWT key Secret is gone while slurmctld and slurmdbd run with its
+	// key; tokens signed with a new key would be refused.
+	ReasonJWTKeyMissing = "JWTKeyMissing"
+	// ReasonSSHHostKeysMissing: the SSH host keys Secret is gone while login and worker nodes
+	// present its keys; users' ssh clients would refuse new ones.
+	ReasonSSHHostKeysMissing = "SSHHostKeysMissing"
+)
