@@ -38,9 +38,58 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		return string(out), err
 	}
 
+	// The cluster chart ships no root key and refuses to render without one (below); helm lint
+	// only logs that refusal, so the chart is linted as an installer renders it, with a key.
+	const rootKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVzZXJrZXl1c2Vya2V5dXNlcmtleXVzZXJrZXk= carol"
+	keyValues := filepath.Join(t.TempDir(), "admin-keys.yaml")
+	if err := os.WriteFile(keyValues, []byte("slurmNodes:\n  login:\n    sshRootPublicKeys:\n      - \""+rootKey+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	t.Run("helm lint passes on both charts", func(t *testing.T) {
-		if out, err := run(helm, "lint", "--strict", operatorChart, clusterChart); err != nil {
+		if out, err := run(helm, "lint", "--strict", operatorChart); err != nil {
 			t.Fatalf("%v\n%s", err, out)
+		}
+		if out, err := run(helm, "lint", "--strict", clusterChart, "-f", keyValues); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+
+	t.Run("the cluster chart refuses to render without a root key, naming the value and how to give it", func(t *testing.T) {
+		for name, args := range map[string][]string{
+			"the chart's defaults": nil,
+			"an empty list":        {"--set-json", "slurmNodes.login.sshRootPublicKeys=[]"},
+		} {
+			out, err := run(helm, append([]string{"template", "fpt-hpc", clusterChart, "-n", "fpt-hpc"}, args...)...)
+			if err == nil {
+				t.Errorf("%s: rendered without a root key:\n%s", name, out)
+				continue
+			}
+			for _, want := range []string{"slurmNodes.login.sshRootPublicKeys is empty", "-f admin-keys.yaml", "--set"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("%s: no %q in the error:\n%s", name, want, out)
+				}
+			}
+		}
+	})
+
+	t.Run("the cluster chart renders the root keys given in a values file or with --set", func(t *testing.T) {
+		for name, args := range map[string][]string{
+			"a values file": {"-f", keyValues},
+			"--set":         {"--set", "slurmNodes.login.sshRootPublicKeys[0]=" + rootKey},
+		} {
+			out, err := run(helm, append([]string{"template", "fpt-hpc", clusterChart, "-n", "fpt-hpc"}, args...)...)
+			if err != nil {
+				t.Errorf("%s: %v\n%s", name, err, out)
+				continue
+			}
+			var sc slurmv1alpha1.SlurmCluster
+			if err := yaml.Unmarshal([]byte(out[strings.Index(out, "apiVersion:"):]), &sc); err != nil {
+				t.Fatalf("%s: %v\n%s", name, err, out)
+			}
+			if keys := sc.Spec.SlurmNodes.Login.SSHRootPublicKeys; len(keys) != 1 || string(keys[0]) != rootKey {
+				t.Errorf("%s: root keys %q", name, keys)
+			}
 		}
 	})
 
@@ -175,7 +224,7 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		}
 		out, err := run(helm, "template", "fpt-hpc", clusterChart, "-n", "fpt-hpc",
 			"--set", "slurmNodes.worker.size=16",
-			"--set", "slurmNodes.login.sshRootPublicKeys[0]=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVzZXJrZXl1c2Vya2V5dXNlcmtleXVzZXJrZXk= carol")
+			"--set", "slurmNodes.login.sshRootPublicKeys[0]="+rootKey)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
