@@ -45,7 +45,7 @@ func main() {
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces whose SlurmClusters are reconciled (empty: all); with a namespaced install's Roles the operator has no rights elsewhere")
 	flag.BoolVar(&metricsInsecure, "metrics-insecure", false, "serve metrics over plain HTTP to anyone (by default: HTTPS, and only to callers the API server authenticates and authorizes for GET /metrics)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, so that only one manager reconciles at a time")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas (a Lease in the pod's namespace), so that only one manager reconciles at a time; the chart turns it on")
 	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many SlurmClusters are reconciled at once (one cluster never twice at once)")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&local, "local", false, "start a local control plane, install the CRDs and apply --local-sample (the demo)")
@@ -94,14 +94,14 @@ func main() {
 		log.Error(err, "--watch-namespaces")
 		os.Exit(2)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(namespaces...),
-		Metrics:                metricsOptions(metricsAddr, !metricsInsecure),
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         leaderElect,
-		LeaderElectionID:       "slurm-operator.slurm.hpc.dev",
-	})
+	mgr, err := ctrl.NewManager(cfg, managerConfig{
+		scheme:        scheme,
+		namespaces:    namespaces,
+		metricsAddr:   metricsAddr,
+		metricsSecure: !metricsInsecure,
+		probeAddr:     probeAddr,
+		leaderElect:   leaderElect,
+	}.options())
 	if err != nil {
 		log.Error(err, "create manager")
 		os.Exit(1)

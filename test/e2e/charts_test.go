@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -138,6 +139,22 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		}
 		if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--metrics-insecure=false") || strings.Contains(args, "--allowed-hostpath-prefixes") {
 			t.Fatalf("manager args: %s", args)
+		}
+		// Two replicas, one elected: a stopped manager (an upgrade, a drained node) is taken
+		// over at once (cmd/manager's leader election test).
+		if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); d.Spec.Replicas == nil || *d.Spec.Replicas != 2 || !strings.Contains(args, "--leader-elect=true") {
+			t.Fatalf("replicas %d (nil: 1), manager args: %s", ptr.Deref(d.Spec.Replicas, 1), args)
+		}
+	})
+
+	t.Run("the operator chart refuses more than one replica without leader election", func(t *testing.T) {
+		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--set", "leaderElection.enabled=false")
+		if err == nil || !strings.Contains(out, "leaderElection.enabled") {
+			t.Fatalf("want a refusal naming leaderElection.enabled, got %v:\n%s", err, out)
+		}
+		out, err = run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--set", "leaderElection.enabled=false", "--set", "replicaCount=1")
+		if err != nil || !strings.Contains(out, "--leader-elect=false") || !strings.Contains(out, "replicas: 1\n") {
+			t.Fatalf("one replica without leader election: %v\n%s", err, out)
 		}
 	})
 
