@@ -56,6 +56,12 @@ const (
 	ReasonAllReady = "AllReady"
 	// ReasonPartiallyReady: some pods are ready.
 	ReasonPartiallyReady = "PartiallyReady"
+	// ReasonWorkerPodsPending: worker pods the size wants cannot start (Kubernetes cannot
+	// place them, or their image cannot be pulled); the message says why, as Kubernetes does.
+	ReasonWorkerPodsPending = "WorkerPodsPending"
+	// ReasonWorkerNodeLost: worker pods are stranded on a Kubernetes node that does not answer
+	// (Degraded); the message names each pod and its node.
+	ReasonWorkerNodeLost = "WorkerNodeLost"
 	// ReasonNotReady: no pod is ready.
 	ReasonNotReady = "NotReady"
 	// ReasonNotCreated: the StatefulSet does not exist yet.
@@ -142,6 +148,11 @@ const (
 	// EventScaleDownGraceExpired: a scale-down's grace period passed and workers are removed
 	// with their jobs.
 	EventScaleDownGraceExpired = "ScaleDownGraceExpired"
+	// EventWorkerPodPending: a worker pod the size wants cannot start; the note names it and
+	// Kubernetes' reason.
+	EventWorkerPodPending = "WorkerPodPending"
+	// EventWorkerNodeLost: a worker pod is stranded on a lost Kubernetes node.
+	EventWorkerNodeLost = "WorkerNodeLost"
 )
 
 // Available and Degraded, when a key Secret of a cluster that ran is gone (the munge key's is

@@ -96,11 +96,41 @@ func slimPod(obj any) (any, error) {
 	}
 	slim.Status.Phase = p.Status.Phase
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		switch {
+		case c.Type == corev1.PodReady:
+			slim.Status.Conditions = append(slim.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse:
+			// Why the scheduler cannot place it: the status says so (pending workers).
+			slim.Status.Conditions = append(slim.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
 		}
 	}
+	// Whether each container ever started, and why one waits: a scale-down need not wait for a
+	// worker whose slurmd never registered, and the status names a pod that cannot start.
+	slim.Status.InitContainerStatuses = slimContainerStatuses(p.Status.InitContainerStatuses)
+	slim.Status.ContainerStatuses = slimContainerStatuses(p.Status.ContainerStatuses)
 	return slim, nil
+}
+
+// slimContainerStatuses keeps what slurmdNeverRegistered and pendingWorkers read.
+func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, c := range in {
+		s := corev1.ContainerStatus{Name: c.Name, Started: c.Started, RestartCount: c.RestartCount}
+		if w := c.State.Waiting; w != nil {
+			s.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		}
+		if c.State.Running != nil {
+			s.State.Running = &corev1.ContainerStateRunning{}
+		}
+		if c.State.Terminated != nil {
+			s.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.State.Terminated.ExitCode}
+		}
+		if c.LastTerminationState.Terminated != nil {
+			s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.LastTerminationState.Terminated.ExitCode}
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // slimNode keeps of a Node only what the GPU shape and node health need: name, labels,
@@ -117,7 +147,9 @@ func slimNode(obj any) (any, error) {
 	slim.Spec.Unschedulable = n.Spec.Unschedulable
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			// Since when: a worker stranded on a lost node is tainted out of service after a
+			// while (the time changes with the status, not with heartbeats).
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
 		}
 	}
 	if q, ok := n.Status.Allocatable[slurmfacts.GPUResource]; ok {

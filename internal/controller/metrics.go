@@ -50,6 +50,10 @@ var (
 		Name: "slurm_operator_workers_drained_for_node_health",
 		Help: "Workers drained because their Kubernetes node is cordoned, not ready or short of GPUs.",
 	}, []string{"namespace", "slurmcluster"})
+	strandedWorkers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_stranded_worker_pods",
+		Help: "Worker pods whose deletion waits for a lost Kubernetes node (not ready past the pod's grace period).",
+	}, []string{"namespace", "slurmcluster"})
 	jailPopulated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slurm_operator_jail_populated",
 		Help: "1 when the cluster's jail is populated (or not managed), else 0.",
@@ -57,7 +61,7 @@ var (
 )
 
 var operatorMetrics = []prometheus.Collector{phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
-	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, jailPopulated}
+	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated}
 
 func init() {
 	metrics.Registry.MustRegister(operatorMetrics...)
@@ -128,6 +132,9 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 		}
 		nodeHealthDrained.WithLabelValues(ns, name).Set(drained)
 	}
+	if !o.childrenUnknown {
+		strandedWorkers.WithLabelValues(ns, name).Set(float64(len(o.stranded)))
+	}
 	populated := 0.0
 	if meta.IsStatusConditionTrue(st.Conditions, slurmv1alpha1.ConditionJailPopulated) {
 		populated = 1
@@ -137,7 +144,7 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 
 // forgetCluster drops a deleted cluster's series.
 func forgetCluster(ns, name string) {
-	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, jailPopulated} {
+	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated} {
 		g.DeleteLabelValues(ns, name)
 	}
 }

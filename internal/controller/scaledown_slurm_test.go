@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
@@ -266,4 +267,60 @@ func minimalCluster(ctx SpecContext, name string, workers int32, edit func(*slur
 	}
 	Expect(k8sClient.Create(ctx, sc)).To(Succeed())
 	return ns, sc
+}
+
+// A worker pod that never ran never registered with slurmctld, so Slurm's answer lacks it. It
+// cannot run a job: a scale-down below it must not wait for Slurm to account for it.
+var _ = Describe("scaling down past a worker pod that never ran", func() {
+	It("removes the Pending worker at once, reports it while it is wanted, and keeps the job on worker-1", func(ctx SpecContext) {
+		ns, sc := minimalCluster(ctx, "pend", 3, nil)
+		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 3)
+		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		job := sbatchOn(hctx, cluster, "pend-login-0", "worker-1", 30)
+
+		By("size 4: worker-3's pod cannot be placed, and the status says so with the scheduler's words")
+		updateSpec(ctx, ns, "pend", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 4 })
+		Eventually(func() int32 {
+			return *get(ctx, &appsv1.StatefulSet{}, ns, "pend-worker").Spec.Replicas
+		}).WithTimeout(timeout).Should(Equal(int32(4)))
+		pendingPod(ctx, ns, "pend", 3, "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+		eventuallyCondition(ctx, ns, "pend", "WorkersAvailable", "WorkerPodsPending",
+			"pod pend-worker-3 (Slurm node worker-3) cannot start: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+
+		By("size 2: worker-2 is drained and removed with worker-3, which Slurm never listed")
+		updateSpec(ctx, ns, "pend", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 2 })
+		Eventually(func() int32 {
+			return *get(ctx, &appsv1.StatefulSet{}, ns, "pend-worker").Spec.Replicas
+		}).WithTimeout(timeout).Should(Equal(int32(2)))
+		Eventually(func() string { return slurmConf(ctx, ns, "pend") }).WithTimeout(timeout).Should(ContainSubstring("NodeName=worker-[0-1]"))
+		n, err := client.Node(ctx, "worker-2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n.Reason).To(Equal(slurmfacts.DrainScaleDown))
+		out, err := cluster.Exec(hctx, "pend-login-0", "squeue", "-h", "-j", job, "-o", "%T")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(Equal("RUNNING\n"), "the job on worker-1")
+	})
+})
+
+// pendingPod plays the scheduler for a worker pod it cannot place.
+func pendingPod(ctx SpecContext, ns, cluster string, i int, why string) {
+	sc := &slurmv1alpha1.SlurmCluster{}
+	sc.Name, sc.Namespace = cluster, ns
+	labels := base.Labels(sc, slurmv1alpha1.ComponentWorker)
+	labels[base.LabelPodIndex] = fmt.Sprint(i)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-worker-%d", cluster, i), Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
+	}
+	Expect(k8sClient.Create(ctx, p)).To(Succeed())
+	Eventually(func() error {
+		if err := k8sClient.Get(ctx, key(ns, p.Name), p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: why, LastTransitionTime: metav1.Now()}}
+		return k8sClient.Status().Update(ctx, p)
+	}).WithTimeout(timeout).Should(Succeed())
 }

@@ -36,6 +36,14 @@ func (c *slurmOnce) Drain(ctx context.Context, name, reason string) error {
 	return err
 }
 
+// SetAddress changes where slurmctld reaches a node, not its state: the answer stays.
+func (c *slurmOnce) SetAddress(ctx context.Context, name, address string) error {
+	start := time.Now()
+	err := c.api.SetAddress(ctx, name, address)
+	observeSlurm("set-address", time.Since(start), err)
+	return err
+}
+
 func (c *slurmOnce) ResumeIfOwned(ctx context.Context, name string) (bool, error) {
 	c.fetched = false
 	start := time.Now()

@@ -15,7 +15,8 @@ func (c *countingSlurm) Nodes(context.Context) ([]slurm.Node, error) {
 	c.nodes++
 	return []slurm.Node{{Name: "worker-0", State: []string{"IDLE"}}}, nil
 }
-func (c *countingSlurm) Drain(context.Context, string, string) error { c.writes++; return nil }
+func (c *countingSlurm) Drain(context.Context, string, string) error      { c.writes++; return nil }
+func (c *countingSlurm) SetAddress(context.Context, string, string) error { c.writes++; return nil }
 func (c *countingSlurm) ResumeIfOwned(context.Context, string) (bool, error) {
 	c.writes++
 	return true, nil

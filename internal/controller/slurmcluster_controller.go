@@ -48,6 +48,11 @@ type SlurmClusterReconciler struct {
 	// SlurmPollInterval is how often a cluster whose slurmctld answers is looked at again, to
 	// follow jobs starting and ending (busy labels, node counts). Zero means 30 seconds.
 	SlurmPollInterval time.Duration
+	// OutOfServiceTaintAfter, when positive, is how long a Kubernetes node that holds a stranded
+	// worker pod must have been not ready before the operator taints it out of service
+	// (node.kubernetes.io/out-of-service), so Kubernetes deletes its pods and detaches their
+	// volumes. Zero leaves that to the admin. It needs permission to patch nodes.
+	OutOfServiceTaintAfter time.Duration
 
 	// OptionalAPIInterval is how often discovery is asked whether mariadb-operator or the
 	// Prometheus operator was installed or removed. Zero means DefaultOptionalAPIInterval.

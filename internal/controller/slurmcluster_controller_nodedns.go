@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sort"
 	"strconv"
 
@@ -57,11 +59,27 @@ func podAddressChanged() predicate.Predicate {
 		return ""
 	}
 	return predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return ip(e.Object) != "" },
-		DeleteFunc:  func(e event.DeleteEvent) bool { return ip(e.Object) != "" },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return ip(e.ObjectOld) != ip(e.ObjectNew) },
+		CreateFunc: func(e event.CreateEvent) bool { return ip(e.Object) != "" },
+		DeleteFunc: func(e event.DeleteEvent) bool { return ip(e.Object) != "" },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return ip(e.ObjectOld) != ip(e.ObjectNew) || podStateChanged(e.ObjectOld, e.ObjectNew)
+		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// podStateChanged reports a change the operator acts on besides the address: the pod is being
+// deleted (a stranded worker), it cannot start or can again (a pending worker), or its slurmd
+// registered (a worker that never ran).
+func podStateChanged(oldObj, newObj client.Object) bool {
+	o, ok1 := oldObj.(*corev1.Pod)
+	n, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+		fmt.Sprint(pendingWorkers([]corev1.Pod{*o}, math.MaxInt32)) != fmt.Sprint(pendingWorkers([]corev1.Pod{*n}, math.MaxInt32)) ||
+		slurmdNeverRegistered(*o) != slurmdNeverRegistered(*n)
 }
 
 var _ handler.MapFunc = clusterOfPod

@@ -40,6 +40,10 @@ type observed struct {
 	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
 	slurmNodes   []slurm.Node
 	slurmReached bool
+	// pendingWorkers name the worker pods the size wants that cannot start, and why.
+	pendingWorkers []string
+	// stranded are worker pods whose deletion waits for a lost Kubernetes node.
+	stranded []strandedPod
 
 	mariaDBAPI, serviceMonitorAPI bool
 	// databaseErr says why the accounting database cannot be used (a missing Secret, say), and
@@ -178,7 +182,7 @@ func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconci
 	if found {
 		o.loginService = svc
 	}
-	return nil
+	return r.observePendingWorkers(ctx, s)
 }
 
 func statefulSetReady(s *appsv1.StatefulSet) bool {

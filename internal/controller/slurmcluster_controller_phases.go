@@ -114,6 +114,8 @@ func (r *SlurmClusterReconciler) phases() []phase {
 		{name: "prune", run: r.prune},
 		{name: "nudge config readers", run: r.nudgeConfigReaders},
 		{name: "observe children", run: r.observeChildren, always: true},
+		{name: "follow pod addresses", run: r.followPodAddresses},
+		{name: "find stranded workers", run: r.findStrandedWorkers},
 		{name: "update workers", run: r.rollWorkers},
 		{name: "follow node health", run: r.followNodeHealth},
 		{name: "label busy workers", run: r.labelBusyWorkers},

@@ -45,8 +45,12 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	}
 	var outdated, current []corev1.Pod
 	inFlight := 0
+	stranded := o.strandedNames()
 	for _, p := range pods.Items {
 		switch {
+		case stranded[p.Name]:
+			// Its node is lost: no replacement is in flight, and none can be until the node
+			// is back or declared out of service. Other workers' updates go on.
 		case !p.DeletionTimestamp.IsZero():
 			inFlight++
 		case p.Labels[appsv1.ControllerRevisionHashLabelKey] != sts.Status.UpdateRevision:

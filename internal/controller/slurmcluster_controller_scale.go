@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ type SlurmAPI interface {
 	Nodes(ctx context.Context) ([]slurm.Node, error)
 	Drain(ctx context.Context, name, why string) error
 	ResumeIfOwned(ctx context.Context, name string) (bool, error)
+	SetAddress(ctx context.Context, name, address string) error
 }
 
 // SlurmClientFunc returns the Slurm client of a cluster, given its JWT key.
@@ -99,7 +101,18 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		return closed, nil
 	}
 	o.slurmNodes, o.slurmReached = nodes, true
-	if missing := slurm.Missing(nodes, workerNames(current)); len(missing) > 0 {
+	neverRan, err := r.workersThatNeverRan(ctx, sc)
+	if err != nil {
+		return scaling{}, err
+	}
+	missing := slurm.Missing(nodes, workerNames(current))
+	// A leaving worker whose slurmd never started (its pod Pending, unschedulable, or its
+	// image not pulled) and that Slurm does not list cannot run a job: it needs no drain and
+	// holds nothing back. Fail closed on what may run jobs, not on what cannot.
+	missing = slices.DeleteFunc(missing, func(name string) bool {
+		return ordinalOf(name) >= int(want) && neverRan[name]
+	})
+	if len(missing) > 0 {
 		closed.reason = slurmv1alpha1.ReasonSlurmAnswerIncomplete
 		closed.message = fmt.Sprintf("keeping %d workers: slurmctld's answer lacks %s, which slurm.conf lists; a node Slurm does not account for may run jobs", current, strings.Join(missing, ", "))
 		return closed, nil
@@ -111,7 +124,10 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 	var waiting []string
 	for i := want; i < current; i++ {
 		name := slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i)
-		n := byName[name]
+		n, listed := byName[name]
+		if !listed {
+			continue // never ran (above): nothing to drain or wait for
+		}
 		// A node that is drained, down or failed already keeps its state and reason (an
 		// admin's): it leaves once it runs nothing.
 		if !n.Has("DRAIN") && !n.Down() && !n.Has("FAIL") {
@@ -141,6 +157,40 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 	}
 	return scaling{replicas: want, active: true, reason: slurmv1alpha1.ReasonRemovingNodes,
 		message: fmt.Sprintf("scaling %d → %d: worker-%d…worker-%d are drained and idle; removing them", current, want, want, current-1)}, nil
+}
+
+// workersThatNeverRan are the Slurm names of the workers whose pod exists and whose slurmd has
+// never been heard by slurmctld: the pod is Pending (unschedulable, its claims unbound), its
+// image cannot be pulled, or slurmd is still waiting for slurmctld to list its node. Such a
+// worker cannot have run a job. A worker with no pod at all is not in the list: the
+// StatefulSet may be about to make it, and the answer for it is Slurm's.
+func (r *SlurmClusterReconciler) workersThatNeverRan(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (map[string]bool, error) {
+	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
+	if err != nil {
+		return nil, fmt.Errorf("list worker pods: %w", err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if slurmdNeverRegistered(p) {
+			out[slurmName(p)] = true
+		}
+	}
+	return out, nil
+}
+
+// slurmdNeverRegistered reports whether the pod's slurmd container has never passed its
+// startup probe (slurmctld hears from the node) in its first and only run. The kubelet keeps a
+// container's started flag true for the rest of its run once the probe passed, so unlike
+// readiness, it cannot be false for a worker that ran jobs and then stopped answering.
+func slurmdNeverRegistered(p corev1.Pod) bool {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name != "slurmd" {
+			continue
+		}
+		return (c.Started == nil || !*c.Started) && c.RestartCount == 0 && c.State.Terminated == nil &&
+			c.LastTerminationState.Running == nil && c.LastTerminationState.Terminated == nil
+	}
+	return true
 }
 
 // resumeCancelledScaleDown lifts the operator's scale-down drains of nodes that are within the

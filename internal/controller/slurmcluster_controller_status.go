@@ -45,6 +45,13 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	} else {
 		set(slurmv1alpha1.ConditionControllerAvailable, ctlOK, ctlReason, ctlMsg)
 		wOK, wReason, wMsg := statefulSetCondition(o.worker, "worker")
+		if !wOK && len(o.pendingWorkers) > 0 {
+			named := o.pendingWorkers[:min(len(o.pendingWorkers), 5)]
+			wReason, wMsg = slurmv1alpha1.ReasonWorkerPodsPending, wMsg+"; "+strings.Join(named, "; ")
+			if more := len(o.pendingWorkers) - len(named); more > 0 {
+				wMsg += fmt.Sprintf("; and %d more", more)
+			}
+		}
 		set(slurmv1alpha1.ConditionWorkersAvailable, wOK, wReason, wMsg)
 		lOK, lReason, lMsg := statefulSetCondition(o.login, "login")
 		set(slurmv1alpha1.ConditionLoginAvailable, lOK, lReason, lMsg)
@@ -97,6 +104,13 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	}
 	if len(o.applyErrs) > 0 {
 		add(slurmv1alpha1.ReasonApplyFailed, "the API server refused "+strings.Join(o.applyErrs, "; "))
+	}
+	if len(o.stranded) > 0 {
+		var lost []string
+		for _, sp := range o.stranded {
+			lost = append(lost, sp.String())
+		}
+		add(slurmv1alpha1.ReasonWorkerNodeLost, "worker pods stranded on lost Kubernetes nodes (bring the node back, or taint it node.kubernetes.io/out-of-service): "+strings.Join(lost, "; "))
 	}
 	if nodes.Exporter.Enabled && !o.serviceMonitorAPI && o.renderErr == nil && o.phaseErr == nil {
 		add(slurmv1alpha1.ReasonOptionalAPIMissing, "no ServiceMonitor: the monitoring.coreos.com API is not served")

@@ -92,6 +92,8 @@ func startManager() {
 		SlurmClient: slurmClientFor,
 		// Follow jobs quickly: the specs against real Slurm wait for busy labels.
 		SlurmPollInterval: 2 * time.Second,
+		// The opt-in out-of-service taint, for nodes lost a minute ago (the stranded spec).
+		OutOfServiceTaintAfter: time.Minute,
 		// Notice an optional API installed by a spec quickly.
 		OptionalAPIInterval: time.Second,
 	}).SetupWithManager(mgr)).To(Succeed())

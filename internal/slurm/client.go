@@ -216,6 +216,15 @@ func (c *Client) ResumeIfOwned(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
+// SetAddress points slurmctld at a node's new address (scontrol update NodeAddr=). slurmctld
+// resolves a node's NodeAddr once and keeps the answer: a pod replaced under the same name
+// gets a new address, and without this slurmctld keeps sending to the old one until the node
+// is marked not responding. Setting an address also forgets the one it had resolved.
+func (c *Client) SetAddress(ctx context.Context, name, address string) error {
+	body := map[string]any{"address": address}
+	return c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), body, nil)
+}
+
 // DeleteNode removes a node from slurmctld (dynamic nodes). slurmctld refuses while the node
 // runs jobs ("Requested nodes are busy").
 func (c *Client) DeleteNode(ctx context.Context, name string) error {

@@ -21,6 +21,9 @@ type Node struct {
 	RealMemory  int64    `json:"real_memory"`
 	AllocMemory int64    `json:"alloc_memory"`
 	Partitions  []string `json:"partitions"`
+	// Address is where slurmctld sends the node's messages (NodeAddr): a name it resolved once
+	// and keeps resolved, or an address set by an update.
+	Address string `json:"address"`
 }
 
 // Has reports whether the node's state holds the flag (IDLE, DRAIN, COMPLETING, …).

@@ -50,6 +50,7 @@ type Cluster struct {
 	hosts    map[string]*host
 	order    []string          // host names in start order
 	addrs    map[string]string // host name -> address; kept after StopWorker for reuse
+	moved    int               // addresses given up by MoveWorker, never handed out again
 	retired  map[string]string // host name -> folder of a stopped worker, for Logs
 	links    int               // veth pairs made so far: each gets a new name
 	stopped  bool

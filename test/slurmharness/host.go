@@ -39,7 +39,7 @@ type host struct {
 func (c *Cluster) addHost(ctx context.Context, hs Host, r role) (*host, error) {
 	addr, ok := c.addrs[hs.Name]
 	if !ok {
-		n := firstAddr + len(c.addrs)
+		n := firstAddr + len(c.addrs) + c.moved
 		if n > 250 {
 			return nil, errors.New("slurmharness: out of addresses")
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -67,6 +69,62 @@ func (c *Cluster) StopWorker(ctx context.Context, name string) error {
 		return errors.Join(err, rerr)
 	}
 	c.retired[name] = old
+	return err
+}
+
+// MoveWorker stops a worker and starts it again under the same name at a new address, as
+// Kubernetes replaces a pod: the shared hosts file names the new address from then on, so a
+// fresh lookup finds it, while a daemon that resolved the name before keeps the old one.
+func (c *Cluster) MoveWorker(ctx context.Context, hs Host) error {
+	if err := c.StopWorker(ctx, hs.Name); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	n := firstAddr + len(c.addrs) + c.moved
+	if n > 250 {
+		c.mu.Unlock()
+		return errors.New("slurmharness: out of addresses")
+	}
+	c.moved++
+	addr := fmt.Sprintf("%s.%d", subnet, n)
+	c.addrs[hs.Name] = addr
+	err := c.rewriteHosts(hs.Name, addr)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.AddWorker(ctx, hs)
+}
+
+// Addr is a host's address on the cluster's network ("" for a host it never had).
+func (c *Cluster) Addr(host string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addrs[host]
+}
+
+// rewriteHosts gives name a new address in the shared /etc/hosts, in place (same inode: the
+// file is bind-mounted into every host).
+func (c *Cluster) rewriteHosts(name, addr string) error {
+	path := filepath.Join(c.dir, "etc/hosts")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == name {
+			lines[i] = addr + "\t" + strings.Join(f[1:], " ")
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strings.Join(lines, "\n") + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 

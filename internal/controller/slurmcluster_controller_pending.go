@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+)
+
+// notStartingReasons are the container waiting reasons that do not pass by themselves: the
+// kubelet keeps retrying, but the pod will not start until someone changes something.
+var notStartingReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true,
+}
+
+// observePendingWorkers finds the worker pods the size wants that cannot start, with the reason
+// Kubernetes gives (the scheduler's, or the kubelet's for an image it cannot pull), for the
+// WorkersAvailable condition, and records an event for each one the status did not name yet.
+func (r *SlurmClusterReconciler) observePendingWorkers(ctx context.Context, s *reconcileScope) error {
+	sc, o := s.desired, s.facts
+	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
+	if err != nil {
+		return fmt.Errorf("list worker pods: %w", err)
+	}
+	o.pendingWorkers = pendingWorkers(pods.Items, sc.Spec.SlurmNodes.Worker.Size)
+	prev := findCondition(&s.cluster.Status, slurmv1alpha1.ConditionWorkersAvailable)
+	for _, p := range o.pendingWorkers {
+		if prev == nil || !strings.Contains(prev.Message, p) {
+			r.event(sc, corev1.EventTypeWarning, slurmv1alpha1.EventWorkerPodPending, slurmv1alpha1.ConditionWorkersAvailable, p)
+		}
+	}
+	return nil
+}
+
+// pendingWorkers describes each pod below size that is Pending and cannot start: "pod NAME
+// (Slurm node worker-N) cannot start: REASON: MESSAGE". It is pure.
+func pendingWorkers(pods []corev1.Pod, size int32) []string {
+	var out []string
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodPending || !p.DeletionTimestamp.IsZero() || ordinal(p) >= int(size) {
+			continue
+		}
+		why := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				why = strings.TrimSpace(c.Reason + ": " + c.Message)
+			}
+		}
+		for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := c.State.Waiting; why == "" && w != nil && notStartingReasons[w.Reason] {
+				why = strings.TrimSpace(w.Reason + ": " + w.Message)
+			}
+		}
+		if why != "" {
+			out = append(out, fmt.Sprintf("pod %s (Slurm node %s) cannot start: %s", p.Name, slurmName(p), why))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
