@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,6 +33,7 @@ func main() {
 		leaderElect     bool
 		clusterDomain   string
 		maxConcurrent   int
+		outOfService    time.Duration
 		local           bool
 		localOnce       bool
 		localSample     string
@@ -47,6 +49,7 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas (a Lease in the pod's namespace), so that only one manager reconciles at a time; the chart turns it on")
 	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many SlurmClusters are reconciled at once (one cluster never twice at once)")
+	flag.DurationVar(&outOfService, "out-of-service-taint-after", 0, "taint a Kubernetes node out of service (node.kubernetes.io/out-of-service) once it has been not ready this long while a worker pod is stranded on it, so Kubernetes deletes its pods and detaches their volumes; needs permission to patch nodes (0: never, the admin decides)")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&local, "local", false, "start a local control plane, install the CRDs and apply --local-sample (the demo)")
 	flag.BoolVar(&localOnce, "local-once", false, "with --local: print the demo and exit instead of running until Ctrl-C")
@@ -113,6 +116,7 @@ func main() {
 		Recorder:                mgr.GetEventRecorder("slurm-operator"),
 		ClusterDomain:           clusterDomain,
 		MaxConcurrentReconciles: maxConcurrent,
+		OutOfServiceTaintAfter:  outOfService,
 		StatusSettle:            controller.DefaultStatusSettle,
 		Policy:                  policy.Policy{ImagePrefixes: policy.ParseList(imagePrefixes), HostPaths: policy.ParseList(hostPaths)},
 	}).SetupWithManager(mgr); err != nil {

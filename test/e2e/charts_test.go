@@ -174,6 +174,18 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("the operator may patch nodes only when outOfServiceTaintAfter asks for the taint", func(t *testing.T) {
+		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system")
+		if err != nil || strings.Contains(out, "out-of-service") {
+			t.Fatalf("by default: %v, or an out-of-service flag or role:\n%s", err, out)
+		}
+		out, err = run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--set", "outOfServiceTaintAfter=10m")
+		if err != nil || !strings.Contains(out, "--out-of-service-taint-after=10m") ||
+			!strings.Contains(out, "name: slurm-operator-out-of-service\n") || !strings.Contains(out, "verbs: [patch]") {
+			t.Fatalf("with outOfServiceTaintAfter=10m: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("the operator chart's monitoring values ship the dashboard in a ConfigMap Grafana's sidecar loads, and the alerts as a PrometheusRule", func(t *testing.T) {
 		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--show-only", "templates/monitoring.yaml",
 			"--set", "monitoring.grafanaDashboard.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
