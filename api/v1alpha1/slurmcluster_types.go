@@ -71,8 +71,9 @@ type SlurmClusterSpec struct {
 	// +optional
 	Images Images `json:"images,omitempty"`
 
-	// Docker runs a Docker daemon on every worker and login node for the docker CLI of the
-	// jail (docs/containers.md). Rootless Podman needs no daemon and is always there.
+	// Docker runs a Docker daemon on every worker for the docker CLI of the jail, when enabled
+	// (docs/containers.md). Off by default: membership of the docker group is root on the
+	// Kubernetes node. Rootless Podman needs no daemon and is always there, on login nodes too.
 	// +kubebuilder:default={}
 	// +optional
 	Docker Docker `json:"docker,omitempty"`
@@ -81,15 +82,17 @@ type SlurmClusterSpec struct {
 	SlurmNodes SlurmNodes `json:"slurmNodes"`
 }
 
-// Docker configures the Docker daemon of each worker and login node. Its containers run outside
-// Slurm's limits (run Docker jobs with -N and --exclusive); rootless Podman, in the jail too,
-// runs containers inside the job step's cgroup.
+// Docker configures the Docker daemon of each worker. Its containers run outside Slurm's limits
+// (run Docker jobs with -N and --exclusive); rootless Podman, in the jail too, runs containers
+// inside the job step's cgroup.
 type Docker struct {
-	// Enabled runs dockerd in every worker and login pod, its data on the node (an emptyDir,
-	// never the shared jail), its socket at /run/docker.sock in the jail. On by default: the
-	// user document installs Docker on every node. Users need the docker group (adduser USER
-	// docker on a login node, for every node), which is as good as root on the node.
-	// +kubebuilder:default=true
+	// Enabled runs dockerd in every worker pod, its data on the node (an emptyDir, never the
+	// shared jail), its socket at /run/docker.sock in the jail. Off by default: dockerd is
+	// privileged, and whoever may use it (the jail's docker group, adduser USER docker) can
+	// start a privileged container and so is root on the worker's Kubernetes node. Login nodes
+	// never run dockerd (they face users, behind a public address): build images there with
+	// rootless Podman.
+	// +kubebuilder:default=false
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
@@ -108,9 +111,10 @@ type Docker struct {
 	RegistryMirrors []string `json:"registryMirrors,omitempty"`
 }
 
-// DockerEnabled reports whether the cluster runs dockerd (spec.docker.enabled, on when unset).
+// DockerEnabled reports whether the cluster's workers run dockerd (spec.docker.enabled, off
+// when unset).
 func (sc *SlurmCluster) DockerEnabled() bool {
-	return sc.Spec.Docker.Enabled == nil || *sc.Spec.Docker.Enabled
+	return sc.Spec.Docker.Enabled != nil && *sc.Spec.Docker.Enabled
 }
 
 // K8sNodeFilter is a named choice of Kubernetes nodes.

@@ -73,6 +73,10 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 		if strings.Contains(devs, "vda") || strings.Contains(devs, "nvidia0") {
 			t.Errorf("the login session sees the node's devices: %s", devs)
 		}
+		// Docker is opt-in: by default no pod of the cluster runs the privileged dockerd.
+		if out := e.kubectlOK("get", "pods", "-n", ns, "-o", "jsonpath={.items[*].spec.containers[*].name}"); strings.Contains(out, "dockerd") {
+			t.Errorf("a pod runs dockerd by default: %s", out)
+		}
 	})
 
 	// The node has no NVIDIA driver: a stand-in nvidia-smi, installed once in the shared root
@@ -311,13 +315,38 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 	})
 
 	// 4.5: Docker in the shared root; rootless Podman inside Slurm's limits.
-	t.Run("Docker on every node: an image built on a login node and saved to the shared root runs on a worker with srun -N1 --exclusive; dockerd's data is on the node, not in the jail", func(t *testing.T) {
+	t.Run("a worker's /tmp is the node's sticky /tmp: a user's job cannot delete root's file there", func(t *testing.T) {
 		e := e.with(t)
-		// No registry: an image from scratch with the jail's static busybox.
-		e.onLogin(`set -e; mkdir -p /root/hello; cp /bin/busybox /root/hello/
-printf 'FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT ["/bin/busybox"]\n' > /root/hello/Dockerfile
-docker build -q -t hello:1 /root/hello >/dev/null; docker save -o /root/hello.tar hello:1`)
-		out := e.onLogin(`srun -N1 -w worker-1 --exclusive sh -c 'docker load -q -i /root/hello.tar >/dev/null && docker run --rm hello:1 echo "docker on $(hostname)"'`)
+		e.onLogin(`srun -w worker-0 sh -c 'echo x > /tmp/root-owned && chmod 0666 /tmp/root-owned'`)
+		out := e.onLogin(`su alice -c "srun -w worker-0 sh -c 'stat -c %a /tmp; rm -f /tmp/root-owned 2>/dev/null; ls /tmp/root-owned'"`)
+		if strings.TrimSpace(out) != "1777\n/tmp/root-owned" {
+			t.Errorf("as alice in a job on worker-0: /tmp's mode, then root's file after rm -f:\n%s\nwant 1777 and the file kept", out)
+		}
+	})
+
+	t.Run("Podman builds on a login node as a user; Docker, turned on, runs on workers only, replaced one drained node at a time, and every node takes jobs after three times SlurmdTimeout", func(t *testing.T) {
+		e := e.with(t)
+		// No registry: an image from scratch with the jail's static busybox, built by alice.
+		out, err := e.sshErr(e.login, `su - alice -c 'set -e; mkdir -p ~/hello; cp /bin/busybox ~/hello/
+printf "FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT [\"/bin/busybox\"]\n" > ~/hello/Dockerfile
+podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hello:1 && echo saved' 2>&1`)
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "saved") {
+			t.Fatalf("podman build and save as alice on a login node: %v\n%s", err, out)
+		}
+		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"docker":{"enabled":true}}}`)
+		e.waitFor(6*time.Minute, "every worker replaced with dockerd, and idle", func() (bool, string) {
+			names, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o",
+				`jsonpath={range .items[*]}{.metadata.name}:{.spec.containers[*].name}:{.status.containerStatuses[*].ready}{"\n"}{end}`)
+			nodes, _ := e.sshErr(e.login, "sinfo -h -N -o '%N %t' | sort -u")
+			return strings.Count(names, "dockerd") == 2 && !strings.Contains(names, "false") &&
+				strings.TrimSpace(nodes) == "worker-0 idle\nworker-1 idle", names + nodes
+		})
+		if out := e.kubectlOK("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=login", "-o", "jsonpath={.items[*].spec.containers[*].name}"); strings.Contains(out, "dockerd") {
+			t.Errorf("a login pod runs dockerd: %s", out)
+		}
+		e.checkNodesHealAfterTimeout("worker-0", "worker-1")
+
+		out = e.onLogin(`srun -N1 -w worker-1 --exclusive sh -c 'docker load -q -i /home/alice/hello.tar >/dev/null && docker run --rm localhost/hello:1 echo "docker on $(hostname)"'`)
 		if strings.TrimSpace(out) != "docker on "+cluster+"-worker-1" {
 			t.Errorf("docker run on worker-1:\n%s", out)
 		}
@@ -328,6 +357,9 @@ docker build -q -t hello:1 /root/hello >/dev/null; docker save -o /root/hello.ta
 		if out := e.kubectlOK("exec", "-n", ns, cluster+"-worker-1", "-c", "dockerd", "--", "ls", "/slurm-operator/docker"); !strings.Contains(out, "image") {
 			t.Errorf("the worker's emptyDir for Docker holds no data:\n%s", out)
 		}
+		if out := e.kubectlOK("exec", "-n", ns, cluster+"-worker-1", "-c", "dockerd", "--", "stat", "-c", "%a %U", "/run/docker"); strings.TrimSpace(out) != "755 root" {
+			t.Errorf("dockerd's directory: %s, want 755 root", out)
+		}
 	})
 
 	t.Run("rootless Podman in a job step stays in the step's cgroup: the container's CPU set, cgroup and GPU are the step's", func(t *testing.T) {
@@ -336,7 +368,6 @@ docker build -q -t hello:1 /root/hello >/dev/null; docker save -o /root/hello.ta
 		if out := e.onLogin("grep -c '^alice:' /etc/subuid /etc/subgid"); strings.Count(out, ":1") != 2 {
 			t.Fatalf("alice's subordinate ids:\n%s", out)
 		}
-		e.onLogin("install -o alice -g alice -m 0644 /root/hello.tar /home/alice/hello.tar")
 		// What a step sees of itself: its uid, CPU set, cgroup (the cpuset one under cgroup v1)
 		// and GPU; then the same from inside a container it starts (busybox's applets there).
 		e.onLogin(`cat > /usr/local/bin/step-look <<'EOF'
@@ -450,7 +481,37 @@ chmod 755 /usr/local/bin/step-look`)
 		})
 	})
 
-	t.Run("a stopping worker drains, lets its job finish, and takes jobs again when back", func(t *testing.T) {
+	t.Run("scale 2 → 4 → 2 where only three fit: worker-3 is reported Pending with the scheduler's reason, then both leave at once; the job on worker-1 completes", func(t *testing.T) {
+		e := e.with(t)
+		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -J meanwhile --wrap 'sleep 45'"))
+		e.waitJobState(job, "RUNNING")
+		e.setSize(4)
+		e.waitFor(time.Minute, "worker-3 reported as a pod that cannot start", func() (bool, string) {
+			out, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="WorkersAvailable")].reason} {.status.conditions[?(@.type=="WorkersAvailable")].message}`)
+			return strings.HasPrefix(out, "WorkerPodsPending ") && strings.Contains(out, "pod "+cluster+"-worker-3 (Slurm node worker-3) cannot start: Unschedulable: "), out
+		})
+		if out := e.kubectlOK("get", "events", "-n", ns, "--field-selector", "reason=WorkerPodPending", "-o", "jsonpath={.items[*].note}{.items[*].message}"); !strings.Contains(out, cluster+"-worker-3") {
+			t.Errorf("no WorkerPodPending event names worker-3: %q", out)
+		}
+		start := time.Now()
+		e.setSize(2)
+		e.waitFor(time.Minute, "two workers, in sinfo and the StatefulSet", func() (bool, string) {
+			nodes, _ := e.sshErr(e.login, "sinfo -h -N -o %N | sort -u")
+			replicas, _ := e.kubectl("get", "statefulset", cluster+"-worker", "-n", ns, "-o", "jsonpath={.spec.replicas}")
+			return strings.TrimSpace(nodes) == "worker-0\nworker-1" && replicas == "2", nodes + replicas
+		})
+		t.Logf("scale 4 → 2 past a Pending worker: %.1fs to two workers", time.Since(start).Seconds())
+		e.waitFor(2*time.Minute, "job "+job+" COMPLETED", func() (bool, string) {
+			out, _ := e.sshErr(e.login, "sacct -n -P -X -j "+job+" -o State,ExitCode")
+			return strings.TrimSpace(out) == "COMPLETED|0:0", out
+		})
+		e.waitFor(2*time.Minute, "pods "+cluster+"-worker-2 and -3 gone", func() (bool, string) {
+			out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o", "name")
+			return strings.TrimSpace(out) == "pod/"+cluster+"-worker-0\npod/"+cluster+"-worker-1", out
+		})
+	})
+
+	t.Run("a stopping worker drains, lets its job finish, and takes jobs again when back; so does every worker after the controller pod is replaced, three times SlurmdTimeout later", func(t *testing.T) {
 		e := e.with(t)
 		id := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -J outlive --wrap 'sleep 25'"))
 		e.waitJobState(id, "RUNNING")
@@ -460,6 +521,50 @@ chmod 755 /usr/local/bin/step-look`)
 			return strings.Contains(state, "DRAIN") && reason == slurmfacts.DrainPodStopping, state + " " + reason
 		})
 		e.waitFor(5*time.Minute, "job "+id+" COMPLETED", func() (bool, string) {
+			out, _ := e.sshErr(e.login, "sacct -n -P -X -j "+id+" -o State,ExitCode")
+			return strings.TrimSpace(out) == "COMPLETED|0:0", out
+		})
+		e.waitFor(5*time.Minute, "worker-1 idle again", func() (bool, string) {
+			out, _ := e.sshErr(e.login, "sinfo -h -n worker-1 -o %t")
+			return strings.TrimSpace(out) == "idle", out
+		})
+		// The replaced controller has a new address: slurmd and the clients look its name up
+		// again (they resolve it per connection), and slurmctld reads its state back.
+		e.kubectlOK("delete", "pod", cluster+"-controller-0", "-n", ns)
+		e.kubectlOK("wait", "pod", cluster+"-controller-0", "-n", ns, "--for=condition=Ready", "--timeout=3m")
+		e.checkNodesHealAfterTimeout("worker-0", "worker-1")
+	})
+
+	t.Run("a worker stopped while slurmctld does not answer keeps its job until slurmctld is back, then drains, lets it finish and returns", func(t *testing.T) {
+		e := e.with(t)
+		id := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -J unanswered --wrap 'sleep 50'"))
+		e.waitJobState(id, "RUNNING")
+		signal := func(sig string) {
+			e.kubectlOK("exec", "-n", ns, cluster+"-controller-0", "-c", "slurmctld", "--", "sh", "-c",
+				`for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = slurmctld ] && kill -`+sig+` ${p#/proc/}; done; true`)
+		}
+		signal("STOP")
+		stopped := true
+		defer func() {
+			if stopped {
+				signal("CONT")
+			}
+		}()
+		e.kubectlOK("delete", "pod", cluster+"-worker-1", "-n", ns, "--wait=false")
+		// Less than SlurmdTimeout, so that slurmctld, once it runs again, does not take its
+		// nodes for dead: long enough for squeue and scontrol in the preStop to time out.
+		time.Sleep(15 * time.Second)
+		out, err := e.kubectl("exec", "-n", ns, cluster+"-worker-1", "-c", "slurmd", "--", "sh", "-c", "grep -lx slurmstepd /proc/[0-9]*/comm | wc -l")
+		signal("CONT")
+		stopped = false
+		if err != nil || strings.TrimSpace(out) == "0" {
+			t.Fatalf("15 s after the pod was deleted with slurmctld not answering, its job steps are gone: %v %s", err, out)
+		}
+		e.waitFor(time.Minute, "worker-1 draining with the pod's reason", func() (bool, string) {
+			state, reason := e.slurmState("worker-1")
+			return strings.Contains(state, "DRAIN") && reason == slurmfacts.DrainPodStopping, state + " " + reason
+		})
+		e.waitFor(3*time.Minute, "job "+id+" COMPLETED", func() (bool, string) {
 			out, _ := e.sshErr(e.login, "sacct -n -P -X -j "+id+" -o State,ExitCode")
 			return strings.TrimSpace(out) == "COMPLETED|0:0", out
 		})

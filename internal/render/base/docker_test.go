@@ -10,20 +10,23 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
 
-func TestDockerOffLeavesThePodsAsTheyWere(t *testing.T) {
-	sc := &slurmv1alpha1.SlurmCluster{}
-	sc.Spec.Docker.Enabled = ptr.To(false)
+func TestDockerIsOffUnlessAskedFor(t *testing.T) {
 	argv := []string{"/usr/sbin/sshd", "-D"}
-	if DockerVolumes(sc) != nil || DockerRunMounts(sc) != nil || !slices.Equal(WithDockerSocket(sc, argv), argv) {
-		t.Fatal("Docker off still adds volumes, mounts or the socket link")
+	for name, enabled := range map[string]*bool{"unset": nil, "false": ptr.To(false)} {
+		sc := &slurmv1alpha1.SlurmCluster{}
+		sc.Spec.Docker.Enabled = enabled
+		if sc.DockerEnabled() || DockerVolumes(sc) != nil || DockerRunMounts(sc) != nil || !slices.Equal(WithDockerSocket(sc, argv), argv) {
+			t.Errorf("spec.docker.enabled %s: Docker adds volumes, mounts or the socket link", name)
+		}
 	}
 }
 
-func TestDockerOnByDefault(t *testing.T) {
+func TestDockerWhenEnabled(t *testing.T) {
 	sc := &slurmv1alpha1.SlurmCluster{}
+	sc.Spec.Docker.Enabled = ptr.To(true)
 	sc.Spec.Docker.RegistryMirrors = []string{"https://mirror.example.com"}
 	if len(DockerVolumes(sc)) != 2 || len(DockerRunMounts(sc)) != 1 {
-		t.Fatal("Docker is not on when spec.docker.enabled is unset")
+		t.Fatal("Docker is not on when spec.docker.enabled is true")
 	}
 	// sh -c 'link; exec "$@"' NAME ARGV...: the program runs with its own arguments.
 	got := WithDockerSocket(sc, []string{"/usr/sbin/sshd", "-D"})

@@ -85,7 +85,6 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		base.SSHHostKeysVolume(sc),
 		base.AuthorizedKeysVolume(sc),
 	)
-	volumes = append(volumes, base.DockerVolumes(sc)...)
 	mounts := append(jailMounts,
 		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
 		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
@@ -100,13 +99,15 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	// Clipped: the containers append their own mounts to copies.
 	mounts, binds = slices.Clip(mounts), slices.Clip(binds)
 	sshd := base.Container(sc, corev1.Container{
-		Name:         "sshd",
-		Image:        sc.Spec.Images.Login,
-		Command:      base.JailExec(binds, base.WithDockerSocket(sc, base.SSHDArgs(spec.Sshd.Port))...),
+		Name:  "sshd",
+		Image: sc.Spec.Images.Login,
+		// Pivoted (a mount namespace whose root is the jail), not chrooted: the kernel refuses
+		// user namespaces to chrooted processes, and sessions need them for rootless Podman.
+		Command:      base.JailExecPivot(binds, base.SSHDArgs(spec.Sshd.Port)...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    *spec.Resources.DeepCopy(),
-		VolumeMounts: append(mounts, base.DockerRunMounts(sc)...),
+		VolumeMounts: mounts,
 		// Not privileged: the entrypoint binds /proc, /sys, /dev and the pod's files into the
 		// jail (CAP_SYS_ADMIN, and no AppArmor profile, whose default denies mounts) and chroots
 		// (CAP_SYS_CHROOT); sshd's PAM session writes the login UID (CAP_AUDIT_CONTROL). The
@@ -118,19 +119,9 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		},
 		ReadinessProbe: base.TCPProbe("ssh", 5),
 	})
+	// No dockerd here, whatever spec.docker says: login pods face users behind a public
+	// address, and the docker group is root on the node.
 	containers := []corev1.Container{sshd}
-	if sc.DockerEnabled() {
-		// For users to build and save images on a login node (docker build, docker save).
-		// It sees what sessions see of the pod, but not sshd's host keys or root's keys.
-		notKeys := func(name string) bool {
-			return name == base.SSHHostKeysMount.Name || name == base.AuthorizedKeysMount.Name
-		}
-		dockerMounts := slices.DeleteFunc(slices.Clone(mounts), func(m corev1.VolumeMount) bool { return notKeys(m.Name) })
-		dockerBinds := slices.DeleteFunc(slices.Clone(binds), func(b base.JailBind) bool {
-			return b == base.SSHHostKeysBind || b == base.AuthorizedKeysBind
-		})
-		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Login, dockerMounts, dockerBinds))
-	}
 	pod := corev1.PodSpec{
 		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers:                    containers,

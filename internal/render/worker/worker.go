@@ -110,6 +110,18 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			PeriodSeconds:  10,
 			TimeoutSeconds: 8,
 		},
+		// Started once slurmctld has heard from this node, and for the rest of the container's
+		// run: until then the node cannot have run a job, so a scale-down need not wait for it
+		// (the operator reads the started flag). The threshold only bounds how long a slurmd
+		// that never registers is left before the kubelet restarts it: a day.
+		StartupProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+				Command: base.JailExec(nil, "/bin/sh", "-c", ReadyScript),
+			}},
+			PeriodSeconds:    2,
+			TimeoutSeconds:   8,
+			FailureThreshold: 43200,
+		},
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 			Command: base.JailExec(nil, "/bin/sh", "-c", PreStopScript),
 		}}},
@@ -128,7 +140,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Worker, nodeMounts, binds))
 	}
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
+		InitContainers:                []corev1.Container{nodeDirs(sc), base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers:                    containers,
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -148,6 +160,28 @@ const (
 	// spoolMountDir is where slurmd's container mounts its spool, bound into the jail.
 	spoolMountDir = base.PodFilesDir + "/spool"
 )
+
+// NodeDirsScript gives the pod's shared directories the modes of a real node's: the kubelet
+// makes an emptyDir 0777 without the sticky bit, so on the node's one /tmp (every job and ssh
+// session of the node shares it) any user could delete or replace another's files, or make
+// a directory another user's program will trust. /tmp gets 1777, as on any Linux host;
+// dockerd's directory (socket, exec root) 0755, owned by root, its daemon.
+const NodeDirsScript = `chmod 1777 /tmp
+if [ -d ` + base.DockerRunDir + ` ]; then chown 0:0 ` + base.DockerRunDir + ` && chmod 0755 ` + base.DockerRunDir + `; fi
+`
+
+// nodeDirs runs NodeDirsScript before anything else of the pod starts.
+func nodeDirs(sc *slurmv1alpha1.SlurmCluster) corev1.Container {
+	return base.Container(sc, corev1.Container{
+		Name:         "node-dirs",
+		Image:        sc.Spec.Images.Worker,
+		Command:      []string{"/bin/sh", "-c", NodeDirsScript},
+		VolumeMounts: append([]corev1.VolumeMount{{Name: volumeTmp, MountPath: "/tmp"}}, base.DockerRunMounts(sc)...),
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+		}},
+	})
+}
 
 // TerminationGracePeriodSeconds bounds how long a stopping worker waits for its jobs (PreStopScript).
 const TerminationGracePeriodSeconds = 300
@@ -193,14 +227,30 @@ case "$state" in ""|*'*'*|*NOT_RESPONDING*|UNKNOWN*|FUTURE*) echo "node $SLURM_N
 // it, unless something (an admin, a scale-down, an update) drained or downed it already, whose
 // reason is kept; then it waits for the node's jobs to end, within the pod's grace period.
 // It never sets the node down: that would kill its jobs.
+//
+// Only an answer from slurmctld that lists no job ends the wait early. When slurmctld does not
+// answer (it is being rescheduled too, say, in the same node drain), squeue prints nothing and
+// fails: that is not "idle", so the node itself is asked instead: a job step on it has a
+// slurmstepd in this container. The drain is tried again until slurmctld takes it. The
+// kubelet's grace period bounds the wait either way.
 const PreStopScript = `node=$SLURM_NODE_NAME
-state=$(scontrol show node "$node" -o 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
-case "$state" in
-  "") echo "slurmctld does not answer; stopping"; exit 0 ;;
-  *DRAIN*|*DOWN*|*FAIL*) ;;
-  *) scontrol update nodename="$node" state=drain reason="` + slurmfacts.DrainPodStopping + `" ;;
-esac
-while [ -n "$(squeue -h -w "$node" -o %i 2>/dev/null)" ]; do sleep 5; done
+drained=""
+while :; do
+  if [ -z "$drained" ]; then
+    state=$(scontrol show node "$node" -o 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+    case "$state" in
+      "") echo "slurmctld does not answer; asking this node for job steps" ;;
+      *DRAIN*|*DOWN*|*FAIL*) drained=1 ;;
+      *) scontrol update nodename="$node" state=drain reason="` + slurmfacts.DrainPodStopping + `" && drained=1 ;;
+    esac
+  fi
+  if jobs=$(squeue -h -w "$node" -o %i 2>/dev/null); then
+    [ -z "$jobs" ] && break
+  elif ! grep -qsx slurmstepd /proc/[0-9]*/comm; then
+    break
+  fi
+  sleep 5
+done
 `
 
 // gpuRequests are the extended resources a worker asks for: whole GPUs, or MIG devices of each
