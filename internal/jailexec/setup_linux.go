@@ -2,6 +2,7 @@ package jailexec
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -293,18 +294,47 @@ func PivotExec(jail string, argv []string, env []string) error {
 	if err := unix.Chdir(jail); err != nil {
 		return err
 	}
-	// The old root goes on top of the jail, and is then detached.
-	if err := unix.PivotRoot(".", "."); err != nil {
-		return fmt.Errorf("pivot_root into %s: %w", jail, err)
-	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("detach the container's root: %w", err)
+	if err := enterAsRoot(jail); err != nil {
+		return err
 	}
 	// Shared within this namespace, as on a host: rootless Podman wants its mounts to propagate.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SHARED, ""); err != nil {
 		return fmt.Errorf("make the jail's mounts shared: %w", err)
 	}
 	return execFromRoot(argv, env)
+}
+
+// moveRootEnv, set to 1, makes enterAsRoot move the jail onto the root as it does where
+// pivot_root is refused (tests use it to run that way where pivot_root works).
+const moveRootEnv = "SLURM_JAIL_EXEC_MOVE_ROOT"
+
+// enterAsRoot makes the jail (the current directory, a mount point) this mount namespace's root
+// and the process's. pivot_root puts the old root on top of the jail, where it is detached. A
+// container's default seccomp profile (RuntimeDefault, as on login pods) refuses pivot_root:
+// there the jail is moved onto / (mount MS_MOVE) and the process chroots into it. The kernel
+// then sees the namespace's root, following the mounts stacked on it, as the process's own,
+// so the process does not count as chrooted and may still make user namespaces.
+func enterAsRoot(jail string) error {
+	var err error = unix.EPERM
+	if os.Getenv(moveRootEnv) != "1" {
+		err = unix.PivotRoot(".", ".")
+	}
+	switch {
+	case err == nil:
+		if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("detach the container's root: %w", err)
+		}
+	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS):
+		if err := unix.Mount(".", "/", "", unix.MS_MOVE, ""); err != nil {
+			return fmt.Errorf("move %s onto / (pivot_root is refused here): %w", jail, err)
+		}
+		if err := unix.Chroot("."); err != nil {
+			return fmt.Errorf("chroot into the moved %s: %w", jail, err)
+		}
+	default:
+		return fmt.Errorf("pivot_root into %s: %w", jail, err)
+	}
+	return unix.Chdir("/")
 }
 
 func lookPath(name string, env []string) (string, error) {

@@ -101,6 +101,7 @@ mount -t tmpfs tmpfs /run
 x=` + bin + `
 echo "chroot: $($x --jail ` + jail + ` -- /bin/sh -c 'head -1 /etc/slurm-rootfs-version; unshare --user --map-root-user id -u 2>&1 || true' | tr '\n' ' ')"
 echo "pivot: $($x --jail ` + jail + ` --pivot -- /bin/sh -c 'head -1 /etc/slurm-rootfs-version; unshare --user --map-root-user id -u 2>&1' | tr '\n' ' ')"
+echo "moved: $(SLURM_JAIL_EXEC_MOVE_ROOT=1 $x --jail ` + jail + ` --pivot -- /bin/sh -c 'head -1 /etc/slurm-rootfs-version; unshare --user --map-root-user id -u 2>&1' | tr '\n' ' ')"
 echo "entrypoint stays: $($x --jail ` + jail + ` --pivot -- /bin/sh -c 'test "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/$PPID/ns/mnt)" && test -x /proc/$PPID/root/` + bin + ` && echo yes')"
 $x --jail ` + jail + ` --pivot -- /bin/sh -c 'exit 3' || echo "exit: $?"
 `
@@ -113,6 +114,8 @@ $x --jail ` + jail + ` --pivot -- /bin/sh -c 'exit 3' || echo "exit: $?"
 	for _, want := range []string{
 		"chroot: " + version + " unshare: unshare failed: Operation not permitted",
 		"pivot: " + version + " 0 ",
+		// Where pivot_root is refused (RuntimeDefault seccomp, login pods): the jail moved onto /.
+		"moved: " + version + " 0 ",
 		// The entrypoint stays in the container's namespace (probes enter it), as the parent.
 		"entrypoint stays: yes",
 		"exit: 3",
