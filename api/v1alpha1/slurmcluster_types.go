@@ -163,7 +163,7 @@ type PopulateJail struct {
 }
 
 // HealthCheck names one check of the periodic health checks.
-// +kubebuilder:validation:Enum=GPUCount;NvidiaSMI;JailMounted
+// +kubebuilder:validation:Enum=GPUCount;NvidiaSMI;JailMounted;JailWritable
 type HealthCheck string
 
 const (
@@ -173,6 +173,10 @@ const (
 	HealthCheckNvidiaSMI HealthCheck = "NvidiaSMI"
 	// HealthCheckJailMounted verifies that the jail is mounted and readable.
 	HealthCheckJailMounted HealthCheck = "JailMounted"
+	// HealthCheckJailWritable verifies that the jail takes a small write (a file of the node's
+	// own, within 10 seconds: a hung network file system fails it) and has at least
+	// jailMinFreeSpace free. A jail that is read-only, full or hung keeps taking jobs that fail.
+	HealthCheckJailWritable HealthCheck = "JailWritable"
 )
 
 // HealthAction is what happens to a node whose check fails.
@@ -213,6 +217,13 @@ type PeriodicChecks struct {
 	// +kubebuilder:default=Drain
 	// +optional
 	Action HealthAction `json:"action,omitempty"`
+
+	// JailMinFreeSpace is the free space the JailWritable check wants in the jail (the shared
+	// root every job writes to); less drains the node.
+	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="must be a positive size, for example 1Gi"
+	// +optional
+	JailMinFreeSpace *resource.Quantity `json:"jailMinFreeSpace,omitempty"`
 }
 
 // Images are the container images of the components. Each has a default that matches the

@@ -318,7 +318,7 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 	t.Run("a worker's /tmp is the node's sticky /tmp: a user's job cannot delete root's file there", func(t *testing.T) {
 		e := e.with(t)
 		e.onLogin(`srun -w worker-0 sh -c 'echo x > /tmp/root-owned && chmod 0666 /tmp/root-owned'`)
-		out := e.onLogin(`su alice -c "srun -w worker-0 sh -c 'stat -c %a /tmp; rm -f /tmp/root-owned 2>/dev/null; ls /tmp/root-owned'"`)
+		out := e.onLogin(`su alice -c "cd && srun -w worker-0 sh -c 'stat -c %a /tmp; rm -f /tmp/root-owned 2>/dev/null; ls /tmp/root-owned'"`)
 		if strings.TrimSpace(out) != "1777\n/tmp/root-owned" {
 			t.Errorf("as alice in a job on worker-0: /tmp's mode, then root's file after rm -f:\n%s\nwant 1777 and the file kept", out)
 		}
@@ -327,7 +327,8 @@ ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worke
 	t.Run("Podman builds on a login node as a user; Docker, turned on, runs on workers only, replaced one drained node at a time, and every node takes jobs after three times SlurmdTimeout", func(t *testing.T) {
 		e := e.with(t)
 		// No registry: an image from scratch with the jail's static busybox, built by alice.
-		out, err := e.sshErr(e.login, `su - alice -c 'set -e; mkdir -p ~/hello; cp /bin/busybox ~/hello/
+		// su without "-" keeps the session's environment, where login nodes set Podman's storage.
+		out, err := e.sshErr(e.login, `su alice -c 'set -e; cd; mkdir -p ~/hello; cp /bin/busybox ~/hello/
 printf "FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT [\"/bin/busybox\"]\n" > ~/hello/Dockerfile
 podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hello:1 && echo saved' 2>&1`)
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "saved") {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
@@ -125,5 +127,57 @@ func TestHealthChecksDrainBrokenGPUNodesAndReturnThem(t *testing.T) {
 		if w1 := node("worker-1"); w1.Reason != "fan failure" || !w1.Has("FAIL") {
 			t.Fatalf("the admin's FAIL was lifted: %v %q", w1.State, w1.Reason)
 		}
+	})
+
+	// The jail (the worker's root here) read-only, hung, or short of space: jobs there would
+	// fail, so the node is drained naming what is wrong, and returns when it is mended.
+	drainedFor := func(what, reason string) {
+		t.Helper()
+		waitNode("worker-1 drained: "+what, func(_, w1 slurm.Node) bool {
+			return w1.Has("DRAIN") && strings.HasPrefix(w1.Reason, slurmfacts.DrainHealth) && strings.Contains(w1.Reason, reason)
+		})
+	}
+	backInService := func() {
+		t.Helper()
+		waitNode("worker-1 back in service", func(_, w1 slurm.Node) bool { return !w1.Has("DRAIN") && w1.Has("IDLE") })
+	}
+	w1 := workerHost(1).Name
+	t.Run("a worker whose jail turns read-only is drained, and returns when it is writable", func(t *testing.T) {
+		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=resume")
+		backInService()
+		if _, err := c.Exec(ctx, w1, "mount", "-o", "remount,bind,ro", "/"); err != nil {
+			t.Fatal(err)
+		}
+		drainedFor("read-only", "the jail is not writable")
+		if _, err := c.Exec(ctx, w1, "mount", "-o", "remount,bind,rw", "/"); err != nil {
+			t.Fatal(err)
+		}
+		backInService()
+	})
+
+	t.Run("a worker whose jail hangs is drained within the check's bound, and returns when it answers", func(t *testing.T) {
+		// A write into a FIFO nobody reads blocks, as one on a hung NFS server does.
+		if _, err := c.Exec(ctx, w1, "sh", "-c", "rm -f /var/lib/slurm-operator/health/worker-1.tmp && mkfifo /var/lib/slurm-operator/health/worker-1.tmp"); err != nil {
+			t.Fatal(err)
+		}
+		drainedFor("hung", "the jail hangs")
+		if _, err := c.Exec(ctx, w1, "sh", "-c", "timeout 3 cat /var/lib/slurm-operator/health/worker-1.tmp >/dev/null; rm -f /var/lib/slurm-operator/health/worker-1.tmp"); err != nil {
+			t.Fatal(err)
+		}
+		backInService()
+	})
+
+	t.Run("a jail with less free space than jailMinFreeSpace drains the worker, which returns when the threshold is met", func(t *testing.T) {
+		big := spec(t, 2)
+		huge := resource.MustParse("100Pi")
+		big.Spec.PeriodicChecks = &slurmv1alpha1.PeriodicChecks{Enabled: true, IntervalSeconds: 10, Action: slurmv1alpha1.HealthActionDrain, JailMinFreeSpace: &huge}
+		if err := c.UpdateSlurmFiles(render(t, big).files); err != nil {
+			t.Fatal(err)
+		}
+		drainedFor("full", "MiB free, less than 107374182400 MiB")
+		if err := c.UpdateSlurmFiles(r.files); err != nil {
+			t.Fatal(err)
+		}
+		backInService()
 	})
 }

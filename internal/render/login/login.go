@@ -72,6 +72,12 @@ func AuthorizedKeysConfigMap(in base.Input) *corev1.ConfigMap {
 	}
 }
 
+// loginPodmanStorage makes rootless Podman in login sessions store images as plain directories
+// (vfs): its overlay storage needs /dev/fuse (login pods see no host devices) or an upper
+// directory the kernel's overlay accepts, which the jail's /tmp on a network file system is not.
+// Workers keep overlay: their /tmp is the node's and they see /dev/fuse.
+const loginPodmanStorage = "STORAGE_DRIVER=vfs"
+
 // StatefulSet runs sshd in the jail on each login node, with munge for Slurm's client commands.
 func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	sc := in.Cluster
@@ -103,7 +109,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Image: sc.Spec.Images.Login,
 		// Pivoted (a mount namespace whose root is the jail), not chrooted: the kernel refuses
 		// user namespaces to chrooted processes, and sessions need them for rootless Podman.
-		Command:      base.JailExecPivot(binds, base.SSHDArgs(spec.Sshd.Port)...),
+		Command:      base.JailExecPivot(binds, append(base.SSHDArgs(spec.Sshd.Port), "-o", "SetEnv="+loginPodmanStorage)...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    *spec.Resources.DeepCopy(),

@@ -22,7 +22,7 @@ func nodeHealth(in base.Input) string {
 	pc := in.Cluster.Spec.PeriodicChecks
 	checks := pc.Checks
 	if len(checks) == 0 {
-		checks = []slurmv1alpha1.HealthCheck{slurmv1alpha1.HealthCheckGPUCount, slurmv1alpha1.HealthCheckNvidiaSMI, slurmv1alpha1.HealthCheckJailMounted}
+		checks = []slurmv1alpha1.HealthCheck{slurmv1alpha1.HealthCheckGPUCount, slurmv1alpha1.HealthCheckNvidiaSMI, slurmv1alpha1.HealthCheckJailMounted, slurmv1alpha1.HealthCheckJailWritable}
 	}
 	names := make([]string, 0, len(checks))
 	for _, c := range checks {
@@ -37,7 +37,12 @@ func nodeHealth(in base.Input) string {
 	if pj := in.Cluster.Spec.PopulateJail; pj != nil && pj.Image != "" {
 		marker = "/" + slurmfacts.JailMarkerFile
 	}
+	minFree := int64(1 << 30)
+	if q := pc.JailMinFreeSpace; q != nil {
+		minFree = q.Value()
+	}
 	return strings.NewReplacer(
+		"@MIN_FREE_KB@", strconv.FormatInt((minFree+1023)/1024, 10),
 		"@CHECKS@", strings.Join(names, " "),
 		"@ACTION@", string(pc.Action),
 		"@GPUS@", strconv.Itoa(int(gpus)),

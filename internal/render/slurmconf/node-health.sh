@@ -10,12 +10,38 @@ CHECKS="@CHECKS@"
 ACTION="@ACTION@"
 EXPECTED_GPUS=@GPUS@
 JAIL_MARKER="@JAIL_MARKER@"
+MIN_FREE_KB=@MIN_FREE_KB@
+# A file of this node's own in the jail (the root here), written by JailWritable.
+PROBE_DIR=/var/lib/slurm-operator/health
 
 node=${SLURMD_NODENAME:-}
 if [ -z "$node" ]; then
   node=$(scontrol -o show node 2>/dev/null | tr ' ' '\n' | awk -v h="NodeHostName=$(hostname)" '/^NodeName=/ {n=substr($0, 10)} $0 == h {print n; exit}')
 fi
 [ -n "$node" ] || { echo "slurm-node-health: cannot tell this node's name" >&2; exit 0; }
+
+# bounded runs a command in the background for at most 10 seconds and says how it went: 0 done,
+# 1 failed, 2 still running. It never waits for a command stuck on a hung file system (which
+# no signal ends), so the check itself cannot hang.
+bounded() {
+  "$@" &
+  b=$!
+  i=0
+  while kill -0 "$b" 2>/dev/null; do
+    [ "$i" -ge 10 ] && return 2
+    sleep 1
+    i=$((i + 1))
+  done
+  wait "$b" || return 1
+}
+
+write_probe() {
+  mkdir -p "$PROBE_DIR" && date +%s > "$PROBE_DIR/$node.tmp" && mv "$PROBE_DIR/$node.tmp" "$PROBE_DIR/$node"
+}
+
+free_kb() {
+  df -Pk / | awk 'NR == 2 {print $4}' > "/tmp/.slurm-node-health-free.$$"
+}
 
 problems=""
 for check in $CHECKS; do
@@ -33,6 +59,20 @@ for check in $CHECKS; do
     if [ -n "$JAIL_MARKER" ] && [ ! -e "$JAIL_MARKER" ]; then
       problems="$problems the jail is not populated ($JAIL_MARKER missing);"
     fi ;;
+  JailWritable)
+    bounded write_probe
+    case $? in
+    1) problems="$problems the jail is not writable (writing $PROBE_DIR/$node failed);" ;;
+    2) problems="$problems the jail hangs (writing $PROBE_DIR/$node took more than 10 s);" ;;
+    esac
+    # The node's /tmp holds the answer: df on a hung jail must not hang the check either.
+    if bounded free_kb; then
+      free=$(cat "/tmp/.slurm-node-health-free.$$" 2>/dev/null)
+      if [ -n "$free" ] && [ "$free" -lt "$MIN_FREE_KB" ]; then
+        problems="$problems the jail has $((free / 1024)) MiB free, less than $((MIN_FREE_KB / 1024)) MiB;"
+      fi
+    fi
+    rm -f "/tmp/.slurm-node-health-free.$$" ;;
   esac
 done
 
