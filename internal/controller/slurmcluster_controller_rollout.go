@@ -29,9 +29,9 @@ type rollout struct {
 // the OnDelete strategy, so Kubernetes never replaces a worker by itself; here each outdated
 // worker's node is drained in Slurm (reason slurmfacts.DrainUpdate), and its pod is deleted
 // only once the node is drained and idle, or down. At most a tenth of the workers (at least
-// one) are replaced at a time, idle ones first. When a replaced pod is ready again, the
-// operator's update drain is lifted; an admin's drain stays. When Slurm cannot be asked,
-// nothing is deleted.
+// one) are replaced at a time, idle ones first; a replacement lasts until the new pod is
+// ready. When a replaced pod is ready again, the operator's update drain is lifted; an
+// admin's drain stays. When Slurm cannot be asked, nothing is deleted.
 func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) (err error) {
 	sc, prev, o := s.desired, &s.cluster.Status, s.facts
 	defer func() { o.rolloutDecided = err == nil }()
@@ -90,6 +90,11 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 		if !ok || !podReady(p) {
 			if ordinalOf(n.Name) < int(sc.Spec.SlurmNodes.Worker.Size) {
 				starting = append(starting, n.Name)
+			}
+			if ok {
+				// Its new pod is not ready yet: the replacement is still in flight (a pod
+				// being deleted is counted above), so the next one waits for it.
+				inFlight++
 			}
 			continue
 		}

@@ -342,6 +342,12 @@ podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hell
 			return strings.Count(names, "dockerd") == 2 && !strings.Contains(names, "false") &&
 				strings.TrimSpace(nodes) == "worker-0 idle\nworker-1 idle", names + nodes
 		})
+		// One at a time: the second new pod was made after the first was ready.
+		times := e.kubectlOK("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "--sort-by=.metadata.creationTimestamp", "-o",
+			`jsonpath={range .items[*]}{.metadata.creationTimestamp} {.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\n"}{end}`)
+		if f := strings.Fields(times); len(f) != 4 || f[2] < f[1] {
+			t.Errorf("the workers were not replaced one at a time (created, ready):\n%s", times)
+		}
 		if out := e.kubectlOK("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=login", "-o", "jsonpath={.items[*].spec.containers[*].name}"); strings.Contains(out, "dockerd") {
 			t.Errorf("a login pod runs dockerd: %s", out)
 		}
