@@ -46,7 +46,8 @@ type SlurmClusterReconciler struct {
 	// choice, from the manager's flags). A spec it refuses is not rendered: what runs stays.
 	Policy policy.Policy
 	// SlurmPollInterval is how often a cluster whose slurmctld answers is looked at again, to
-	// follow jobs starting and ending (busy labels, node counts). Zero means 30 seconds.
+	// follow jobs starting and ending (busy labels, node counts). It bounds how long a worker
+	// that just started a job stays evictable. Zero means DefaultSlurmPollInterval.
 	SlurmPollInterval time.Duration
 	// OutOfServiceTaintAfter, when positive, is how long a Kubernetes node that holds a stranded
 	// worker pod must have been not ready before the operator taints it out of service

@@ -221,6 +221,27 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		})
 	})
 
+	t.Run("a worker that starts a job is protected from evictions within the operator's poll: the eviction API refuses it", func(t *testing.T) {
+		e := e.with(t)
+		busy := func() string {
+			out, _ := e.kubectl("get", "pod", cluster+"-worker-1", "-n", ns, "-o", `jsonpath={.metadata.labels.slurm\.hpc\.dev/busy}`)
+			return out
+		}
+		e.waitFor(time.Minute, "worker-1 labelled idle", func() (bool, string) { return busy() == "false", busy() })
+		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -J protected --wrap 'sleep 300'"))
+		defer e.onLogin("scancel " + job)
+		e.waitJobState(job, "RUNNING")
+		start := time.Now()
+		// The operator's poll is 15 s: a label later than that (and a reconcile) means the
+		// protection no longer follows jobs.
+		e.waitFor(30*time.Second, "worker-1 labelled busy", func() (bool, string) { return busy() == "true", busy() })
+		t.Logf("a job's start to its worker's protection from evictions: at most %.1fs (job seen running, then labelled)", time.Since(start).Seconds())
+		eviction := fmt.Sprintf(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"%s-worker-1","namespace":"%s"}}`, cluster, ns)
+		if out, err := e.run(t.Context(), eviction, filepath.Join(e.assets, "kubectl"), "create", "--raw", "/api/v1/namespaces/"+ns+"/pods/"+cluster+"-worker-1/eviction", "-f", "-"); err == nil || !strings.Contains(out, "disruption budget") {
+			t.Errorf("the eviction of a worker running a job was not refused by its budget: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("a program installed from worker-0 runs on worker-1 and both login nodes; the sub-mount holds the same data everywhere", func(t *testing.T) {
 		e := e.with(t)
 		stamp := fmt.Sprint(time.Now().UnixNano())
