@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
@@ -22,6 +23,8 @@ type adminSlurm struct {
 	drained []string
 	resumed []string
 }
+
+var _ controller.SlurmAPI = (*adminSlurm)(nil)
 
 func (a *adminSlurm) Nodes(context.Context) ([]slurm.Node, error) {
 	a.mu.Lock()
@@ -47,6 +50,18 @@ func (a *adminSlurm) ResumeIfOwned(_ context.Context, name string) (bool, error)
 	defer a.mu.Unlock()
 	a.resumed = append(a.resumed, name)
 	return false, nil
+}
+
+// SetAddress records the address on the node (these specs' pods have none, so it is not asked).
+func (a *adminSlurm) SetAddress(_ context.Context, name, address string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.nodes {
+		if a.nodes[i].Name == name {
+			a.nodes[i].Address = address
+		}
+	}
+	return nil
 }
 
 func (a *adminSlurm) calls() ([]string, []string) {

@@ -148,7 +148,8 @@ var _ = Describe("updating worker pods against a real Slurm cluster", func() {
 		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 
-		job := sbatchOn(hctx, cluster, "upd-login-0", "worker-1", 10)
+		// Long enough to outlast worker-0's replacement on a busy machine.
+		job := sbatchOn(hctx, cluster, "upd-login-0", "worker-1", 30)
 		workerPod(ctx, ns, "upd", 0, "old", true)
 		workerPod(ctx, ns, "upd", 1, "old", true)
 		publishRevision(ctx, ns, "upd", 2, "old", "new")
