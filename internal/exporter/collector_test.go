@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,15 +22,19 @@ import (
 // recorded answers slurmrestd 24.11 gave on the real-Slurm harness (two workers with two H100
 // each; worker-0 runs a one-GPU job, worker-1 was drained by an admin, a two-node job waits).
 type recorded struct {
-	t     *testing.T
-	down  bool
+	t    *testing.T
+	down bool
+	// The collector asks in parallel: calls is guarded.
+	mu    sync.Mutex
 	calls map[string]int
 }
 
 var errDown = errors.New("connection refused")
 
 func (r *recorded) load(name string, out any) error {
+	r.mu.Lock()
 	r.calls[name]++
+	r.mu.Unlock()
 	if r.down {
 		return errDown
 	}
@@ -169,8 +175,12 @@ func TestStaleAnswersAreAgedAndDropped(t *testing.T) {
 	gather(t, c)
 	now = now.Add(5 * time.Second)
 	gather(t, c)
-	if src.calls["nodes"] != 1 || src.calls["jobs"] != 1 || src.calls["diag"] != 1 || src.calls["ping"] != 1 || src.calls["dbping"] != 0 {
-		t.Fatalf("two scrapes 5s apart asked %v; want one request per resource", src.calls)
+	src.mu.Lock()
+	calls := fmt.Sprint(src.calls)
+	once := src.calls["nodes"] == 1 && src.calls["jobs"] == 1 && src.calls["diag"] == 1 && src.calls["ping"] == 1 && src.calls["dbping"] == 0
+	src.mu.Unlock()
+	if !once {
+		t.Fatalf("two scrapes 5s apart asked %s; want one request per resource", calls)
 	}
 
 	src.down = true
