@@ -29,8 +29,8 @@ type rollout struct {
 // the OnDelete strategy, so Kubernetes never replaces a worker by itself; here each outdated
 // worker's node is drained in Slurm (reason slurmfacts.DrainUpdate), and its pod is deleted
 // only once the node is drained and idle, or down. At most a tenth of the workers (at least
-// one) are replaced at a time, idle ones first; a replacement lasts until the new pod is
-// ready. When a replaced pod is ready again, the operator's update drain is lifted; an
+// one) are replaced at a time, idle ones first; a replacement whose new pod exists lasts until
+// that pod is ready. When a replaced pod is ready again, the operator's update drain is lifted; an
 // admin's drain stays. When Slurm cannot be asked, nothing is deleted.
 func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) (err error) {
 	sc, prev, o := s.desired, &s.cluster.Status, s.facts
@@ -93,7 +93,8 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 			}
 			if ok {
 				// Its new pod is not ready yet: the replacement is still in flight (a pod
-				// being deleted is counted above), so the next one waits for it.
+				// being deleted is counted above), so the next one waits for it. Between the
+				// old pod's removal and the new one's creation, nothing counts it yet.
 				inFlight++
 			}
 			continue
