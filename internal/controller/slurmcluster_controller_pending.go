@@ -29,13 +29,19 @@ func (r *SlurmClusterReconciler) observePendingWorkers(ctx context.Context, s *r
 	}
 	o.pendingWorkers = pendingWorkers(pods.Items, sc.Spec.SlurmNodes.Worker.Size)
 	prev := findCondition(&s.cluster.Status, slurmv1alpha1.ConditionWorkersAvailable)
-	for _, p := range o.pendingWorkers {
-		if prev == nil || !strings.Contains(prev.Message, p) {
+	// One event per pod the status names (the first few), when it names it first: the
+	// scheduler's words change as it retries, the pod does not.
+	for _, p := range o.pendingWorkers[:min(len(o.pendingWorkers), maxNamedPending)] {
+		pod, _, _ := strings.Cut(p, " cannot start")
+		if prev == nil || !strings.Contains(prev.Message, pod+" cannot start") {
 			r.event(sc, corev1.EventTypeWarning, slurmv1alpha1.EventWorkerPodPending, slurmv1alpha1.ConditionWorkersAvailable, p)
 		}
 	}
 	return nil
 }
+
+// maxNamedPending is how many pending workers WorkersAvailable names (and has an event for).
+const maxNamedPending = 5
 
 // pendingWorkers describes each pod below size that is Pending and cannot start: "pod NAME
 // (Slurm node worker-N) cannot start: REASON: MESSAGE". It is pure.

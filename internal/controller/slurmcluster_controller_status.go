@@ -46,7 +46,7 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		set(slurmv1alpha1.ConditionControllerAvailable, ctlOK, ctlReason, ctlMsg)
 		wOK, wReason, wMsg := statefulSetCondition(o.worker, "worker")
 		if !wOK && len(o.pendingWorkers) > 0 {
-			named := o.pendingWorkers[:min(len(o.pendingWorkers), 5)]
+			named := o.pendingWorkers[:min(len(o.pendingWorkers), maxNamedPending)]
 			wReason, wMsg = slurmv1alpha1.ReasonWorkerPodsPending, wMsg+"; "+strings.Join(named, "; ")
 			if more := len(o.pendingWorkers) - len(named); more > 0 {
 				wMsg += fmt.Sprintf("; and %d more", more)
