@@ -36,7 +36,7 @@ bounded() {
 }
 
 write_probe() {
-  mkdir -p "$PROBE_DIR" && date +%s > "$PROBE_DIR/$node.tmp" && mv "$PROBE_DIR/$node.tmp" "$PROBE_DIR/$node"
+  { mkdir -p "$PROBE_DIR" && date +%s > "$PROBE_DIR/$node.tmp" && mv "$PROBE_DIR/$node.tmp" "$PROBE_DIR/$node"; } 2> "/tmp/.slurm-node-health-write.$$"
 }
 
 free_kb() {
@@ -62,7 +62,14 @@ for check in $CHECKS; do
   JailWritable)
     bounded write_probe
     case $? in
-    1) problems="$problems the jail is not writable (writing $PROBE_DIR/$node failed);" ;;
+    1)
+      # Refused to root alone (an NFS export with root_squash) is how the jail was set up, not a
+      # fault: jobs run as their users. Said in slurmd's log, not drained.
+      if grep -q "Permission denied" "/tmp/.slurm-node-health-write.$$" 2>/dev/null; then
+        echo "slurm-node-health: $node: root may not write $PROBE_DIR (root_squash?): JailWritable checks free space only" >&2
+      else
+        problems="$problems the jail is not writable (writing $PROBE_DIR/$node failed);"
+      fi ;;
     2) problems="$problems the jail hangs (writing $PROBE_DIR/$node took more than 10 s);" ;;
     esac
     # The node's /tmp holds the answer: df on a hung jail must not hang the check either.
@@ -72,7 +79,7 @@ for check in $CHECKS; do
         problems="$problems the jail has $((free / 1024)) MiB free, less than $((MIN_FREE_KB / 1024)) MiB;"
       fi
     fi
-    rm -f "/tmp/.slurm-node-health-free.$$" ;;
+    rm -f "/tmp/.slurm-node-health-free.$$" "/tmp/.slurm-node-health-write.$$" ;;
   esac
 done
 
