@@ -167,14 +167,33 @@ func sinfoNodes(t *testing.T, ctx context.Context, c *slurmharness.Cluster) map[
 	return nodes
 }
 
+// waitJob waits until sacct shows the job in the state. A job that ends otherwise (or stays
+// pending after a requeue) fails the test at once with what sacct and squeue say, rather than
+// waiting out the test's whole time.
 func waitJob(t *testing.T, ctx context.Context, c *slurmharness.Cluster, id, state string) {
 	t.Helper()
+	last := ""
 	if err := c.WaitFor(ctx, "job "+id+" "+state, func() (bool, error) {
 		out, err := c.Exec(ctx, loginHost, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State")
-		return err == nil && strings.TrimSpace(out) == state, nil
+		last = strings.TrimSpace(out)
+		if err == nil && last != state && terminalJobState(last) {
+			q, _ := c.Exec(ctx, loginHost, "scontrol", "show", "job", id)
+			return false, slurmharness.Permanent(fmt.Errorf("job %s ended %s, not %s:\n%s", id, last, state, q))
+		}
+		return err == nil && last == state, nil
 	}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (sacct: %q)", err, last)
 	}
+}
+
+// terminalJobState reports whether sacct's state is one a job does not leave.
+func terminalJobState(s string) bool {
+	for _, p := range []string{"FAILED", "NODE_FAIL", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED", "REQUEUED"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 var jobID = regexp.MustCompile(`Submitted batch job (\d+)`)

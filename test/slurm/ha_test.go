@@ -19,7 +19,8 @@ import (
 // config from either. The primary stops while a job runs; the backup takes over, the job
 // completes, sacct has it, and new jobs run.
 func TestABackupControllerTakesOver(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// Well under the package's 10 minutes: a stuck step fails here, with the daemons' logs.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sc := spec(t, 2)
 	sc.Spec.VolumeSources = append(sc.Spec.VolumeSources, slurmv1alpha1.VolumeSource{
@@ -61,6 +62,14 @@ func TestABackupControllerTakesOver(t *testing.T) {
 	}
 	job := sbatch(t, ctx, c, "-N2", "--wrap", "srun sleep 20")
 	waitRunning(t, ctx, c, job)
+	// The step too: a batch script whose srun has not yet made its step when the primary stops
+	// needs a controller for it, and srun gives up before the backup takes over.
+	if err := c.WaitFor(ctx, "step "+job+".0 running", func() (bool, error) {
+		out, err := c.Exec(ctx, loginHost, "squeue", "-h", "-s", "-j", job, "-o", "%i")
+		return err == nil && strings.Contains(out, job+".0"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	stopped := time.Now()
 	if err := c.StopDaemon(ctx, ctlHost, slurmharness.Slurmctld, 10*time.Second); err != nil {

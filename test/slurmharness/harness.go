@@ -320,7 +320,7 @@ func (c *Cluster) run(ctx context.Context, h *host, stdin []byte, args ...string
 }
 
 // WaitFor calls cond every 200 ms until it returns true. An error from cond counts as "not
-// yet" and is reported if the wait times out. The timeout is ctx's deadline, or two minutes
+// yet" and is reported if the wait times out, unless it is Permanent, which ends the wait. The timeout is ctx's deadline, or two minutes
 // when ctx has none.
 func (c *Cluster) WaitFor(ctx context.Context, what string, cond func() (bool, error)) error {
 	return waitFor(ctx, what, cond)
@@ -364,6 +364,10 @@ func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
 func permanent(err error) error { return &permanentError{err} }
+
+// Permanent wraps an error that a WaitFor condition returns to end the wait at once (a job
+// that ended in another state will not reach the one awaited).
+func Permanent(err error) error { return permanent(err) }
 
 // Logs returns the last lines of every log of a host: the daemons' own log files
 // (/var/log/slurm) and their stdout/stderr, for failure messages.
