@@ -297,7 +297,12 @@ up() {
 	[ -x "$BIN/kubelet" ] && [ -x "$K8S/kube-apiserver" ] || { log "run hack/test-assets.sh and hack/node-assets.sh first"; exit 1; }
 	grep -q overlay /proc/filesystems || { log "this kernel has no overlayfs"; exit 1; }
 	need_debs iptables openssl
-	rm -rf "$R"
+	# A node left by a run that was killed (its processes gone, its pod mounts and iptables
+	# rules still there) is taken down first: a plain rm would stop at the busy mounts.
+	if [ -d "$R" ]; then
+		log "a previous node is left at $R; taking it down first"
+		down
+	fi
 	mkdir -p "$R" "$L"
 	baseline
 	local ip

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +34,28 @@ type env struct {
 	login string
 	// pollEvery, when set, is how often waitFor looks.
 	pollEvery time.Duration
+}
+
+// lockNode holds the node's lock until the test ends: the node is one per machine (its
+// folder, bridge, ports and iptables chains are fixed), so a second run on the same machine
+// waits for the first instead of taking its node down under it.
+func lockNode(t testing.TB) {
+	dir := os.Getenv("NODE_DIR")
+	if dir == "" {
+		dir = "/tmp/slurm-operator-node"
+	}
+	f, err := os.OpenFile(filepath.Clean(dir)+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("node lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Logf("another run holds %s; waiting for it", f.Name())
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatalf("node lock: %v", err)
+		}
+	}
+	// Registered before the node's own cleanup, so it runs after it (cleanups run last first).
+	t.Cleanup(func() { _ = f.Close() })
 }
 
 // startNode builds the images, starts the node (torn down when the test ends, unless
@@ -58,6 +81,7 @@ func startNode(t testing.TB) *env {
 	if len(layouts) < 9 {
 		t.Fatalf("hack/images.sh built %d images, want 9", len(layouts))
 	}
+	lockNode(t)
 	t.Cleanup(func() {
 		if t.Failed() && e.kubeconfig != "" {
 			e.dump()
