@@ -26,9 +26,13 @@ type Client struct {
 	BaseURL string
 	// Key is the cluster's JWT key (the HS256 secret slurmctld verifies tokens with).
 	Key []byte
-	// User is the Slurm user the operator acts as; it must be SlurmUser or root.
+	// User is the Slurm user the requests speak for: SlurmUser or root for the operator, which
+	// signs its tokens with Key; MetricsUser for the exporter, which is handed its tokens.
 	User string
-	HTTP *http.Client
+	// Tokens, when set, gives the token of each request instead of one signed with Key: the
+	// exporter holds no key, only the short-lived token the operator keeps in a Secret.
+	Tokens func() (string, error)
+	HTTP   *http.Client
 	// Now is the clock (tests may fix it).
 	Now func() time.Time
 }
@@ -36,6 +40,13 @@ type Client struct {
 // NewClient returns a client for slurmrestd at baseURL acting as the slurm user.
 func NewClient(baseURL string, key []byte) *Client {
 	return &Client{BaseURL: strings.TrimSuffix(baseURL, "/"), Key: key, User: slurmfacts.SlurmUser, HTTP: &http.Client{Timeout: 15 * time.Second}, Now: time.Now}
+}
+
+func (c *Client) token() (string, error) {
+	if c.Tokens != nil {
+		return c.Tokens()
+	}
+	return Token(c.Key, c.User, c.Now(), 10*time.Minute)
 }
 
 // apiError is one entry of slurmrestd's "errors" array.
@@ -73,7 +84,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	if err != nil {
 		return err
 	}
-	tok, err := Token(c.Key, c.User, c.Now(), 10*time.Minute)
+	tok, err := c.token()
 	if err != nil {
 		return err
 	}
