@@ -66,6 +66,10 @@ func (c *SlurmCluster) MungeKeySecretName() string { return c.Name + "-munge-key
 // SSHHostKeysSecretName holds the SSH host keys of the login and worker nodes.
 func (c *SlurmCluster) SSHHostKeysSecretName() string { return c.Name + "-ssh-host-keys" }
 
+// ExporterTokenSecretName holds the exporter's short-lived token for the read-only Slurm user
+// slurm-metrics; the operator renews it before it expires.
+func (c *SlurmCluster) ExporterTokenSecretName() string { return c.Name + "-exporter-token" }
+
 // JWTKeySecretName holds the HS256 key slurmctld and slurmrestd use for JWT authentication.
 func (c *SlurmCluster) JWTKeySecretName() string { return c.Name + "-jwt-key" }
 

@@ -1,8 +1,10 @@
 // slurm-exporter serves Prometheus metrics of one Slurm cluster: nodes, jobs, scheduler
-// statistics and controller health, read from slurmctld through slurmrestd with a JWT it signs
-// from the cluster's key, as the operator does. docs/observability.md lists the metrics.
+// statistics and controller health, read from slurmctld through slurmrestd with the token the
+// operator keeps in a Secret for the unprivileged user slurm-metrics. The exporter holds no
+// key: it reads the token file again for every request, so the operator's renewals reach it
+// when the kubelet updates the mounted Secret. docs/observability.md lists the metrics.
 //
-//	slurm-exporter --slurmrestd-url=http://NAME-controller:6820 --jwt-key-file=/etc/slurm-jwt/jwt_hs256.key --cluster=NAME
+//	slurm-exporter --slurmrestd-url=http://NAME-controller:6820 --token-file=/etc/slurm-exporter/token --cluster=NAME
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,8 +40,8 @@ func main() {
 
 // config is the exporter's command line.
 type config struct {
-	listen, restdURL, keyFile, user string
-	opt                             exporter.Options
+	listen, restdURL, tokenFile, user string
+	opt                               exporter.Options
 }
 
 func parse(args []string) (config, error) {
@@ -46,8 +49,8 @@ func parse(args []string) (config, error) {
 	fs := flag.NewFlagSet("slurm-exporter", flag.ContinueOnError)
 	fs.StringVar(&c.listen, "listen-address", fmt.Sprintf(":%d", slurmfacts.ExporterPort), "address to serve /metrics and /healthz on")
 	fs.StringVar(&c.restdURL, "slurmrestd-url", "", "slurmrestd's URL (required)")
-	fs.StringVar(&c.keyFile, "jwt-key-file", "", "the cluster's JWT key, to sign tokens with (required)")
-	fs.StringVar(&c.user, "user", slurmfacts.SlurmUser, "the Slurm user the tokens name")
+	fs.StringVar(&c.tokenFile, "token-file", "", "a file holding a JWT for --user, read again for every request (required)")
+	fs.StringVar(&c.user, "user", slurmfacts.MetricsUser, "the Slurm user the token names")
 	fs.StringVar(&c.opt.Cluster, "cluster", "", "the cluster label of every metric")
 	fs.BoolVar(&c.opt.Accounting, "accounting", false, "ask slurmdbd whether it answers (clusters with accounting)")
 	fs.BoolVar(&c.opt.PerUser, "per-user-metrics", true, "export jobs and RPCs per user (one series per user, account, partition and state)")
@@ -57,8 +60,8 @@ func parse(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.restdURL == "" || c.keyFile == "" {
-		return c, errors.New("--slurmrestd-url and --jwt-key-file are required")
+	if c.restdURL == "" || c.tokenFile == "" {
+		return c, errors.New("--slurmrestd-url and --token-file are required")
 	}
 	return c, nil
 }
@@ -68,12 +71,12 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	key, err := os.ReadFile(c.keyFile)
-	if err != nil {
-		return fmt.Errorf("the JWT key: %w", err)
+	if _, err := readToken(c.tokenFile); err != nil {
+		return err
 	}
-	client := slurm.NewClient(c.restdURL, key)
+	client := slurm.NewClient(c.restdURL, nil)
 	client.User = c.user
+	client.Tokens = func() (string, error) { return readToken(c.tokenFile) }
 	client.HTTP.Timeout = c.opt.Timeout
 
 	reg := prometheus.NewRegistry()
@@ -93,4 +96,17 @@ func run(ctx context.Context, args []string) error {
 		defer cancel()
 		return srv.Shutdown(shut)
 	}
+}
+
+// readToken reads the token file; a missing or empty file is an error naming it.
+func readToken(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("the token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("the token file %s is empty", file)
+	}
+	return tok, nil
 }

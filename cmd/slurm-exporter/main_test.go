@@ -12,14 +12,14 @@ import (
 	"time"
 )
 
-func TestParseRequiresTheSlurmrestdURLAndTheKey(t *testing.T) {
-	for _, args := range [][]string{nil, {"--slurmrestd-url=http://x:6820"}, {"--jwt-key-file=/k"}, {"--no-such-flag"}} {
+func TestParseRequiresTheSlurmrestdURLAndTheTokenFile(t *testing.T) {
+	for _, args := range [][]string{nil, {"--slurmrestd-url=http://x:6820"}, {"--token-file=/t"}, {"--slurmrestd-url=http://x:6820", "--jwt-key-file=/k"}, {"--no-such-flag"}} {
 		if _, err := parse(args); err == nil {
 			t.Errorf("%v: accepted", args)
 		}
 	}
-	c, err := parse([]string{"--slurmrestd-url=http://x:6820", "--jwt-key-file=/k", "--cluster=demo", "--per-user-metrics=false"})
-	if err != nil || c.opt.Cluster != "demo" || c.opt.PerUser || c.opt.MinInterval != 10*time.Second {
+	c, err := parse([]string{"--slurmrestd-url=http://x:6820", "--token-file=/t", "--cluster=demo", "--per-user-metrics=false"})
+	if err != nil || c.opt.Cluster != "demo" || c.user != "slurm-metrics" || c.opt.PerUser || c.opt.MinInterval != 10*time.Second {
 		t.Fatalf("parse: %+v, %v", c, err)
 	}
 }
@@ -27,8 +27,8 @@ func TestParseRequiresTheSlurmrestdURLAndTheKey(t *testing.T) {
 // With slurmrestd not listening, the exporter serves /healthz and a /metrics that says Slurm
 // does not answer (no Slurm counts at all), and stops on its context.
 func TestServesUpZeroWhenSlurmrestdIsUnreachable(t *testing.T) {
-	key := filepath.Join(t.TempDir(), "jwt.key")
-	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o400); err != nil {
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("a.b.c\n"), 0o400); err != nil {
 		t.Fatal(err)
 	}
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
@@ -46,7 +46,7 @@ func TestServesUpZeroWhenSlurmrestdIsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--listen-address=" + addr, "--slurmrestd-url=http://" + restd, "--jwt-key-file=" + key, "--cluster=demo", "--timeout=1s"})
+		done <- run(ctx, []string{"--listen-address=" + addr, "--slurmrestd-url=http://" + restd, "--token-file=" + token, "--cluster=demo", "--timeout=1s"})
 	}()
 	var body string
 	deadline := time.Now().Add(10 * time.Second)
@@ -69,5 +69,19 @@ func TestServesUpZeroWhenSlurmrestdIsUnreachable(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run: %v", err)
+	}
+}
+
+// The exporter does not start without its token, and names the file it could not read.
+func TestRunRefusesAMissingOrEmptyToken(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(empty, []byte("\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(t.TempDir(), "missing"), empty} {
+		err := run(context.Background(), []string{"--slurmrestd-url=http://127.0.0.1:1", "--token-file=" + f})
+		if err == nil || !strings.Contains(err.Error(), "token") {
+			t.Errorf("%s: run answered %v, want an error about the token", f, err)
+		}
 	}
 }

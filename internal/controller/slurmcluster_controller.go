@@ -54,6 +54,9 @@ type SlurmClusterReconciler struct {
 	// (node.kubernetes.io/out-of-service), so Kubernetes deletes its pods and detaches their
 	// volumes. Zero leaves that to the admin. It needs permission to patch nodes.
 	OutOfServiceTaintAfter time.Duration
+	// ExporterTokenLifetime is how long the exporter's token is valid; it is renewed when half
+	// is left. Zero means DefaultExporterTokenLifetime.
+	ExporterTokenLifetime time.Duration
 
 	// OptionalAPIInterval is how often discovery is asked whether mariadb-operator or the
 	// Prometheus operator was installed or removed. Zero means DefaultOptionalAPIInterval.
@@ -128,7 +131,7 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return s.result(r.SlurmPollInterval), nil
+	return lookAgainBy(s.result(r.SlurmPollInterval), s.renewIn), nil
 }
 
 // SetupWithManager watches SlurmClusters, every kind of child they own, the GPU nodes and the

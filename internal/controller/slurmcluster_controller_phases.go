@@ -34,6 +34,9 @@ type reconcileScope struct {
 	keep []slurmv1alpha1.Component
 	// requeueAfter asks for a timed look although nothing failed.
 	requeueAfter time.Duration
+	// renewIn, when positive, is when the exporter's token is due for renewal: the reconcile
+	// looks again by then whatever else it waits for.
+	renewIn time.Duration
 	// slurm is this reconcile's Slurm client (see slurmFor), made on first use.
 	slurm *slurmOnce
 	// fresh holds the children this reconcile applied, as the API server answered: the cache
@@ -107,6 +110,7 @@ func (r *SlurmClusterReconciler) phases() []phase {
 		{name: "check the shared spool", run: r.checkSharedSpool},
 		{name: "find the GPU shape", run: r.findGPUShape},
 		{name: "ensure keys", run: r.ensureKeys},
+		{name: "renew the exporter's token", run: r.exporterToken},
 		{name: "plan workers", run: r.planWorkers},
 		{name: "render", run: r.renderChildren},
 		{name: "hold a jail overwrite", run: r.holdJailOverwrite},

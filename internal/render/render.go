@@ -105,7 +105,7 @@ func All(in base.Input) ([]Part, error) {
 	}
 
 	if exp := sc.Spec.SlurmNodes.Exporter; exp.Enabled {
-		objs := []client.Object{exporter.Service(in), exporter.Deployment(in)}
+		objs := []client.Object{exporter.TokenSecret(in), exporter.Service(in), exporter.Deployment(in)}
 		if in.Optional.ServiceMonitor {
 			objs = append(objs, exporter.ServiceMonitor(in))
 		}

@@ -14,6 +14,12 @@ const (
 	SlurmUser = "slurm"
 	// MungeUser runs munged.
 	MungeUser = "munge"
+	// MetricsUser is the unprivileged Slurm user the exporter's tokens speak for: it can read
+	// what any user may read and nothing more, and slurmctld refuses its job submissions
+	// (job_submit.lua), so a stolen exporter token can neither run nor cancel anything.
+	MetricsUser = "slurm-metrics"
+	// MetricsUID is MetricsUser's uid and gid in every image and in the jail.
+	MetricsUID = 64032
 	// NobodyUID runs slurmrestd: it needs no files and no privileges.
 	NobodyUID int64 = 65534
 )

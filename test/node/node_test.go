@@ -206,6 +206,10 @@ sbatch --parsable --wait /root/two-steps.sh`)
 			report := fmt.Sprintf("sinfo:\n%sexporter: %v; running jobs: squeue %s, exporter %v; slurm_up %v, slurmdbd_up %v",
 				sinfo, states, strings.TrimSpace(running), m.By("slurm_partition_jobs", "state")["running"], m["slurm_up{}"], m["slurm_slurmdbd_up{}"])
 			lines := strings.Split(strings.TrimSpace(sinfo), "\n")
+			// It reads as slurm-metrics, with the operator's token (the JWT key is not in its pod).
+			if m["slurm_user_rpcs_total{user=slurm-metrics}"] == 0 {
+				return false, report + "; no RPCs from slurm-metrics, the exporter's user"
+			}
 			if m["slurm_up{}"] != 1 || m["slurm_slurmdbd_up{}"] != 1 || len(states) != len(lines) ||
 				fmt.Sprint(m.By("slurm_partition_jobs", "state")["running"]) != strings.TrimSpace(running) ||
 				m.By("slurm_node_gpus_allocated", "node")["worker-0"] != 1 {

@@ -45,6 +45,9 @@ func (in Input) WorkerCount() int32 {
 	return in.Cluster.Spec.SlurmNodes.Worker.Size
 }
 
+// ExporterTokenKey is the exporter's token's key in its Secret (Keys.ExporterToken).
+const ExporterTokenKey = "token"
+
 // Keys are generated once by the controller and never regenerated while their Secrets exist.
 type Keys struct {
 	// Munge is the munge key shared by every Slurm daemon.
@@ -53,6 +56,9 @@ type Keys struct {
 	JWT []byte
 	// SSHHost maps file names (ssh_host_ed25519_key, …) to OpenSSH host key files.
 	SSHHost map[string][]byte
+	// ExporterToken is the exporter's JWT for slurmfacts.MetricsUser, signed with JWT; the
+	// controller renews it before it expires (the exporter never holds the key).
+	ExporterToken []byte
 	// DatabasePassword is the accounting database user's password when the operator creates the
 	// database through mariadb-operator.
 	DatabasePassword []byte

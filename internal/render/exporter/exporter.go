@@ -20,11 +20,25 @@ import (
 
 const comp = slurmv1alpha1.ComponentExporter
 
-// uid is the exporter's user (the image's nonroot user); the JWT key is readable by its group.
+// uid is the exporter's user (the image's nonroot user); the token is readable by its group.
 const uid = 65532
 
-// Args are the exporter's arguments: slurmrestd's address, the JWT key it signs tokens with,
-// the cluster label, and whether to ask slurmdbd and export per-user series.
+const (
+	// tokenDir is where the exporter mounts its token Secret: the whole Secret, not one file of
+	// it, so that the kubelet's updates (the renewed token) reach the running exporter.
+	tokenDir    = "/etc/slurm-exporter"
+	volumeToken = "token"
+)
+
+// TokenSecret holds the exporter's token: a JWT for slurmfacts.MetricsUser, which the
+// controller signs and renews (Keys.ExporterToken). The exporter reads it; the JWT key, which
+// signs tokens for any user (root included), never reaches the exporter's pod.
+func TokenSecret(in base.Input) *corev1.Secret {
+	sc := in.Cluster
+	return base.Secret(base.ObjectMeta(sc, sc.ExporterTokenSecretName(), comp), map[string][]byte{base.ExporterTokenKey: in.Keys.ExporterToken})
+}
+
+// Args are the exporter's arguments: slurmrestd's address, its token file, the cluster label, and whether to ask slurmdbd and export per-user series.
 func Args(in base.Input) []string {
 	sc := in.Cluster
 	domain := in.ClusterDomain
@@ -34,15 +48,16 @@ func Args(in base.Input) []string {
 	return []string{
 		fmt.Sprintf("--listen-address=:%d", slurmfacts.ExporterPort),
 		"--slurmrestd-url=" + slurmctld.RestdURL(sc, domain),
-		"--jwt-key-file=" + base.JWTKeySecretDir + "/" + slurmfacts.JWTKeyFile,
+		"--token-file=" + tokenDir + "/" + base.ExporterTokenKey,
+		"--user=" + slurmfacts.MetricsUser,
 		"--cluster=" + sc.Spec.ClusterName,
 		fmt.Sprintf("--accounting=%t", sc.Spec.SlurmNodes.Accounting.Enabled),
 		fmt.Sprintf("--per-user-metrics=%t", ptr.Deref(sc.Spec.SlurmNodes.Exporter.PerUserMetrics, true)),
 	}
 }
 
-// Deployment runs the exporter. It needs no munge and no Slurm config: it talks to slurmrestd
-// with JWTs, as the operator does.
+// Deployment runs the exporter. It needs no munge, no Slurm config and no key: it talks to
+// slurmrestd with the token of TokenSecret.
 func Deployment(in base.Input) *appsv1.Deployment {
 	sc := in.Cluster
 	spec := sc.Spec.SlurmNodes.Exporter
@@ -59,7 +74,7 @@ func Deployment(in base.Input) *appsv1.Deployment {
 			Args:  Args(in),
 			Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: slurmfacts.ExporterPort}},
 			VolumeMounts: []corev1.VolumeMount{
-				{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
+				{Name: volumeToken, MountPath: tokenDir, ReadOnly: true},
 			},
 			Resources:      *spec.Resources.DeepCopy(),
 			ReadinessProbe: probe(3),
@@ -74,8 +89,8 @@ func Deployment(in base.Input) *appsv1.Deployment {
 			RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](uid), RunAsGroup: ptr.To[int64](uid), FSGroup: ptr.To[int64](uid),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		Volumes: []corev1.Volume{{Name: base.VolumeJWTKey, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: sc.JWTKeySecretName(), DefaultMode: ptr.To[int32](0o440),
+		Volumes: []corev1.Volume{{Name: volumeToken, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: sc.ExporterTokenSecretName(), DefaultMode: ptr.To[int32](0o440),
 		}}}},
 		AutomountServiceAccountToken: ptr.To(false),
 		DNSConfig:                    base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),

@@ -38,6 +38,7 @@ func Files(in base.Input) map[string]string {
 		GresConf:       gresConf(in),
 		CgroupConf:     cgroupConf(in.Cluster),
 		PlugstackConf:  plugstackConf(),
+		JobSubmitLua:   jobSubmitLua(),
 	}
 	if HealthChecksOn(in.Cluster) {
 		files[NodeHealthScript] = nodeHealth(in)
@@ -87,6 +88,9 @@ func slurmBaseConf(in base.Input) string {
 	w.kv("CredType", "cred/munge")
 	w.kv("AuthAltTypes", "auth/jwt")
 	w.kv("AuthAltParameters", "jwt_key="+slurmfacts.JWTKeyDir+"/"+slurmfacts.JWTKeyFile)
+	w.comment(JobSubmitLua + " refuses jobs from " + slurmfacts.MetricsUser + ", the exporter's read-only user; a site")
+	w.comment("that sets its own JobSubmitPlugins keeps lua in the list, or makes the same refusal.")
+	w.kv("JobSubmitPlugins", "lua")
 	w.kv("StateSaveLocation", slurmfacts.StateSaveLocation)
 	w.kv("SlurmdSpoolDir", slurmfacts.SlurmdSpoolDir)
 	w.kv("SlurmctldPidFile", "/run/slurmctld.pid")

@@ -140,7 +140,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Worker, nodeMounts, binds))
 	}
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{nodeDirs(sc), base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
+		InitContainers:                []corev1.Container{nodeDirs(sc, jailMounts[0]), base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers:                    containers,
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -166,17 +166,41 @@ const (
 // session of the node shares it) any user could delete or replace another's files, or make
 // a directory another user's program will trust. /tmp gets 1777, as on any Linux host;
 // dockerd's directory (socket, exec root) 0755, owned by root, its daemon.
-const NodeDirsScript = `chmod 1777 /tmp
+//
+// It also adds the exporter's read-only Slurm user to a jail populated before the images had
+// it (slurmctld reads the jail's passwd to resolve the exporter's token): one line in
+// /etc/passwd and one in /etc/group, under a lock, only when neither the name nor its id is
+// taken; nothing else in the jail changes.
+var NodeDirsScript = `chmod 1777 /tmp
 if [ -d ` + base.DockerRunDir + ` ]; then chown 0:0 ` + base.DockerRunDir + ` && chmod 0755 ` + base.DockerRunDir + `; fi
-`
+` + MetricsUserScript
+
+// MetricsUserScript adds slurmfacts.MetricsUser to the populated jail at $JAIL (default
+// base.JailDir) when it lacks the user.
+var MetricsUserScript = fmt.Sprintf(`J=${JAIL:-%[1]s}
+if [ -f "$J/%[2]s" ] && [ -f "$J/etc/passwd" ] && [ -f "$J/etc/group" ] && ! grep -q '^%[3]s:' "$J/etc/passwd"; then
+	exec 9>>"$J/etc/passwd"
+	flock 9
+	if grep -q '^%[3]s:' "$J/etc/passwd"; then
+		:
+	elif cut -d: -f3 "$J/etc/passwd" | grep -qx %[4]d || { ! grep -q '^%[3]s:' "$J/etc/group" && cut -d: -f3 "$J/etc/group" | grep -qx %[4]d; }; then
+		echo "node-dirs: id %[4]d is taken in the jail, so the exporter's user %[3]s cannot be added: add it with another id (docs/observability.md)" >&2
+	else
+		grep -q '^%[3]s:' "$J/etc/group" || echo '%[3]s:x:%[4]d:' >>"$J/etc/group"
+		echo '%[3]s:x:%[4]d:%[4]d:Slurm metrics (read-only):/nonexistent:/usr/sbin/nologin' >>"$J/etc/passwd"
+		echo "node-dirs: added the exporter's user %[3]s to the jail" >&2
+	fi
+	exec 9>&-
+fi
+`, base.JailDir, slurmfacts.JailMarkerFile, slurmfacts.MetricsUser, slurmfacts.MetricsUID)
 
 // nodeDirs runs NodeDirsScript before anything else of the pod starts.
-func nodeDirs(sc *slurmv1alpha1.SlurmCluster) corev1.Container {
+func nodeDirs(sc *slurmv1alpha1.SlurmCluster, jail corev1.VolumeMount) corev1.Container {
 	return base.Container(sc, corev1.Container{
 		Name:         "node-dirs",
 		Image:        sc.Spec.Images.Worker,
 		Command:      []string{"/bin/sh", "-c", NodeDirsScript},
-		VolumeMounts: append([]corev1.VolumeMount{{Name: volumeTmp, MountPath: "/tmp"}}, base.DockerRunMounts(sc)...),
+		VolumeMounts: append([]corev1.VolumeMount{{Name: volumeTmp, MountPath: "/tmp"}, jail}, base.DockerRunMounts(sc)...),
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
 		}},
