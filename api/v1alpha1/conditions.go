@@ -32,6 +32,9 @@ const (
 	ReasonClusterReady = "ClusterReady"
 	// ReasonControllerUnavailable: no slurmctld pod is ready.
 	ReasonControllerUnavailable = "ControllerUnavailable"
+	// ReasonControllerStateUnreadable: slurmctld stops at start because it cannot read a state
+	// file (it is never started with -i, which would drop the jobs the file holds).
+	ReasonControllerStateUnreadable = "ControllerStateUnreadable"
 	// ReasonJailNotPopulated: the jail is not populated yet.
 	ReasonJailNotPopulated = "JailNotPopulated"
 	// ReasonNoWorkerReady: no worker pod is ready yet.

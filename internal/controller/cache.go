@@ -122,11 +122,11 @@ func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 		if c.State.Running != nil {
 			s.State.Running = &corev1.ContainerStateRunning{}
 		}
-		if c.State.Terminated != nil {
-			s.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.State.Terminated.ExitCode}
+		if t := c.State.Terminated; t != nil {
+			s.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Message: stateUnreadableLine(t.Message)}
 		}
-		if c.LastTerminationState.Terminated != nil {
-			s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: c.LastTerminationState.Terminated.ExitCode}
+		if t := c.LastTerminationState.Terminated; t != nil {
+			s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Message: stateUnreadableLine(t.Message)}
 		}
 		out = append(out, s)
 	}

@@ -69,8 +69,9 @@ func podAddressChanged() predicate.Predicate {
 }
 
 // podStateChanged reports a change the operator acts on besides the address: the pod is being
-// deleted (a stranded worker), it cannot start or can again (a pending worker), or its slurmd
-// registered (a worker that never ran).
+// deleted (a stranded worker), it cannot start or can again (a pending worker), its slurmd
+// registered (a worker that never ran), or its slurmctld stops, or no longer stops, on a state
+// file it cannot read.
 func podStateChanged(oldObj, newObj client.Object) bool {
 	o, ok1 := oldObj.(*corev1.Pod)
 	n, ok2 := newObj.(*corev1.Pod)
@@ -79,7 +80,8 @@ func podStateChanged(oldObj, newObj client.Object) bool {
 	}
 	return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
 		fmt.Sprint(pendingWorkers([]corev1.Pod{*o}, math.MaxInt32)) != fmt.Sprint(pendingWorkers([]corev1.Pod{*n}, math.MaxInt32)) ||
-		slurmdNeverRegistered(*o) != slurmdNeverRegistered(*n)
+		slurmdNeverRegistered(*o) != slurmdNeverRegistered(*n) ||
+		fmt.Sprint(stateUnreadable([]corev1.Pod{*o})) != fmt.Sprint(stateUnreadable([]corev1.Pod{*n}))
 }
 
 var _ handler.MapFunc = clusterOfPod

@@ -44,6 +44,9 @@ type observed struct {
 	pendingWorkers []string
 	// stranded are worker pods whose deletion waits for a lost Kubernetes node.
 	stranded []strandedPod
+	// stateUnreadable names the controller pods whose slurmctld stops because it cannot read
+	// its state, with slurmctld's words.
+	stateUnreadable []string
 
 	mariaDBAPI, serviceMonitorAPI bool
 	// databaseErr says why the accounting database cannot be used (a missing Secret, say), and
@@ -181,6 +184,9 @@ func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconci
 	}
 	if found {
 		o.loginService = svc
+	}
+	if err := r.observeControllerState(ctx, s); err != nil {
+		return err
 	}
 	return r.observePendingWorkers(ctx, s)
 }

@@ -39,6 +39,9 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	nodes := sc.Spec.SlurmNodes
 
 	ctlOK, ctlReason, ctlMsg := statefulSetCondition(o.controller, "slurmctld")
+	if len(o.stateUnreadable) > 0 {
+		ctlOK, ctlReason, ctlMsg = false, slurmv1alpha1.ReasonControllerStateUnreadable, stateUnreadableMessage(o.stateUnreadable)
+	}
 	if o.childrenUnknown {
 		// Nothing was read this time: the children's conditions keep what they said.
 		ctlOK, ctlMsg = meta.IsStatusConditionTrue(st.Conditions, slurmv1alpha1.ConditionControllerAvailable), "the children could not be read"
@@ -105,6 +108,9 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	if len(o.applyErrs) > 0 {
 		add(slurmv1alpha1.ReasonApplyFailed, "the API server refused "+strings.Join(o.applyErrs, "; "))
 	}
+	if len(o.stateUnreadable) > 0 {
+		add(slurmv1alpha1.ReasonControllerStateUnreadable, stateUnreadableMessage(o.stateUnreadable))
+	}
 	if len(o.stranded) > 0 {
 		var lost []string
 		for _, sp := range o.stranded {
@@ -127,6 +133,8 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		set(slurmv1alpha1.ConditionAvailable, false, renderReason, o.renderErr.Error())
 	case o.childrenUnknown:
 		// Keeps what it said.
+	case !ctlOK && len(o.stateUnreadable) > 0:
+		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonControllerStateUnreadable, ctlMsg)
 	case !ctlOK:
 		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonControllerUnavailable, ctlMsg)
 	case !jailOK:

@@ -86,3 +86,8 @@ const (
 // GPUResource is the extended resource the NVIDIA device plugin advertises, and the resource
 // worker pods request.
 const GPUResource = "nvidia.com/gpu"
+
+// StateUnreadable is in every fatal line slurmctld prints when it cannot read a state file of
+// its StateSaveLocation (a file cut short, or one from a release it cannot read) and was not
+// started with -i, which would drop what it cannot read.
+const StateUnreadable = "start with '-i' to ignore this"

@@ -94,6 +94,8 @@ func TestTheArgoCDHealthCheck(t *testing.T) {
 		{"a spec that cannot be rendered", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "RenderFailed", "worker: no such volume source") + `]`, "Degraded", "no such volume source"},
 		{"the populate Job failed", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "JailNotPopulated", "the jail is not populated yet") + `,` +
 			cond("JailPopulated", "False", "JobFailed", "jail is not empty and has no marker") + `]`, "Degraded", "no marker"},
+		{"slurmctld cannot read its state", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "ControllerStateUnreadable", "st-controller-0: slurmctld: fatal: Incomplete job state save file") + `]`, "Degraded", "Incomplete job state"},
+		{"a lost JWT key", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "JWTKeyMissing", "the JWT key Secret fpt-hpc-jwt-key is gone") + `]`, "Degraded", "is gone"},
 		{"objects refused while available", `"observedGeneration":2,"conditions":[` + ready + `,` + jailDone + `,` +
 			cond("Degraded", "True", "ApplyFailed", "ConfigMap fpt-hpc-slurm-config: too long") + `]`, "Degraded", "too long"},
 	} {

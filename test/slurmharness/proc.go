@@ -102,7 +102,8 @@ func (c *Cluster) StartDaemon(host, name string, args ...string) error {
 	if !ok {
 		return fmt.Errorf("slurmharness: no host %q", host)
 	}
-	if _, dup := h.daemons[name]; dup {
+	// A daemon that stopped (StopDaemon, or on its own) may be started again.
+	if p, dup := h.daemons[name]; dup && !p.exited() {
 		return fmt.Errorf("slurmharness: %s already runs on %s", name, host)
 	}
 	return c.startDaemon(h, name, args...)

@@ -41,6 +41,7 @@ end
 
 -- Failures that waiting does not mend.
 local failed = {RenderFailed = true, PolicyViolation = true, MungeKeyMissing = true,
+  JWTKeyMissing = true, SSHHostKeysMissing = true, ControllerStateUnreadable = true,
   ReconcileFailed = true, ApplyFailed = true, JobFailed = true}
 for _, t in ipairs({"Available", "Degraded", "JailPopulated"}) do
   local c = condition(t)

@@ -208,12 +208,16 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 				base.InstallJWTKey(),
 				base.InstallDir(slurmfacts.StateSaveLocation, slurmfacts.SlurmUser, "0750"),
 				UseJailUsers,
-				"exec slurmctld -D -i",
+				// Never -i: with it, slurmctld carries on past a state file it cannot read
+				// and drops every job the file held. Without it, it stops with a fatal line
+				// that the pod's status keeps (FallbackToLogsOnError) and the operator reports.
+				"exec slurmctld -D",
 			)},
-			Ports:          []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmfacts.SlurmctldPort}},
-			Resources:      *spec.Resources.DeepCopy(),
-			VolumeMounts:   mounts,
-			ReadinessProbe: base.TCPProbe("slurmctld", 5),
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			Ports:                    []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmfacts.SlurmctldPort}},
+			Resources:                *spec.Resources.DeepCopy(),
+			VolumeMounts:             mounts,
+			ReadinessProbe:           base.TCPProbe("slurmctld", 5),
 			// Restarted when it stops answering for a minute.
 			LivenessProbe: withFailureThreshold(base.TCPProbe("slurmctld", 10), 6),
 		})},
