@@ -84,6 +84,10 @@ func invalidCases() []invalidCase {
 			setTo("spec.slurmConfig.defMemPerCPU", 1024)(m)
 		}, "spec.slurmConfig", "at most one of defMemPerNode and defMemPerCPU"},
 		{"a default memory per CPU of 0", setTo("spec.slurmConfig.defMemPerCPU", 0), "spec.slurmConfig.defMemPerCPU", "greater than or equal to 1"},
+		{"a worker update of 0 at a time", setTo("spec.slurmNodes.worker.updateStrategy.maxUnavailable", 0), "spec.slurmNodes.worker.updateStrategy.maxUnavailable", "at least 1"},
+		{"a worker update of 0% at a time", setTo("spec.slurmNodes.worker.updateStrategy.maxUnavailable", "0%"), "spec.slurmNodes.worker.updateStrategy.maxUnavailable", "from 1% to 100%"},
+		{"a worker update of 150% at a time", setTo("spec.slurmNodes.worker.updateStrategy.maxUnavailable", "150%"), "spec.slurmNodes.worker.updateStrategy.maxUnavailable", "from 1% to 100%"},
+		{"a worker update pace that is neither", setTo("spec.slurmNodes.worker.updateStrategy.maxUnavailable", "two"), "spec.slurmNodes.worker.updateStrategy.maxUnavailable", "a number of workers"},
 		{"more than 64 GPUs per worker", setTo("spec.slurmNodes.worker.gpu", 100), "spec.slurmNodes.worker.gpu", "less than or equal to 64"},
 		{"a worker node filter that does not exist", setTo("spec.slurmNodes.worker.k8sNodeFilterName", "tpu"), "spec.slurmNodes.worker.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a controller node filter that does not exist", setTo("spec.slurmNodes.controller.k8sNodeFilterName", "cpu"), "spec.slurmNodes.controller.k8sNodeFilterName", "spec.k8sNodeFilters"},

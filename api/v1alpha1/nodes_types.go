@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // SlurmNodes sets the count and configuration of each kind of Slurm node.
@@ -100,6 +101,11 @@ type Worker struct {
 	// +kubebuilder:validation:Maximum=2592000
 	// +optional
 	ScaleDownGracePeriodSeconds *int32 `json:"scaleDownGracePeriodSeconds,omitempty"`
+
+	// UpdateStrategy paces the replacement of worker pods after a change of their template (an
+	// image, resources): each is drained in Slurm first and replaced once idle.
+	// +optional
+	UpdateStrategy WorkerUpdateStrategy `json:"updateStrategy,omitempty"`
 
 	// GresAutoDetect is gres.conf's AutoDetect: off (the default) lists the device files
 	// /dev/nvidia0…N; nvidia lets slurmd find the GPUs itself from the driver's device files, with
@@ -403,4 +409,16 @@ type CPUTopology struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=8
 	ThreadsPerCore int32 `json:"threadsPerCore"`
+}
+
+// WorkerUpdateStrategy paces worker updates.
+type WorkerUpdateStrategy struct {
+	// MaxUnavailable is how many workers may be draining or being replaced at once: a number, or
+	// a percentage of the size rounded down ("25%"). At least one is always allowed. Unset: 10%.
+	// Busy workers count while they drain, so a larger value drains more nodes ahead of time,
+	// which frees them for the update sooner but keeps more of them from taking new jobs.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxUnavailable is a number of workers (at least 1) or a percentage of the size from 1% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"os"
 	"regexp"
 	"strings"
@@ -190,6 +191,37 @@ var _ = Describe("updating worker pods against a real Slurm cluster", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(n.Has("DRAIN")).To(BeFalse())
 		}).WithTimeout(timeout).Should(Succeed())
+	})
+})
+
+var _ = Describe("the pace of a worker update against a real Slurm cluster", func() {
+	It("replaces updateStrategy.maxUnavailable idle workers at once, and no more", func(ctx SpecContext) {
+		ns, sc := minimalCluster(ctx, "pace", 3, func(sc *slurmv1alpha1.SlurmCluster) {
+			two := intstr.FromInt32(2)
+			sc.Spec.SlurmNodes.Worker.UpdateStrategy.MaxUnavailable = &two
+		})
+		startSlurmFromAPI(ctx, ns, sc, 3)
+		for i := range 3 {
+			workerPod(ctx, ns, "pace", i, "old", true)
+		}
+		publishRevision(ctx, ns, "pace", 3, "old", "new")
+
+		By("the two highest ordinals go together; worker-0 waits while their new pods start")
+		// Play the StatefulSet controller: each deleted pod comes back at once, not ready yet.
+		for _, i := range []int{2, 1} {
+			Eventually(podGone(ctx, ns, fmt.Sprintf("pace-worker-%d", i))).WithTimeout(timeout).Should(BeTrue())
+			workerPod(ctx, ns, "pace", i, "new", false)
+		}
+		eventuallyCondition(ctx, ns, "pace", "WorkersUpdating", "ReplacingPods", "replacing at most 2 at a time")
+		Consistently(podGone(ctx, ns, "pace-worker-0")).WithTimeout(3 * time.Second).Should(BeFalse())
+
+		By("one new pod is ready: worker-0 goes")
+		Eventually(func() error {
+			p := get(ctx, &corev1.Pod{}, ns, "pace-worker-2")
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			return k8sClient.Status().Update(ctx, p)
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(podGone(ctx, ns, "pace-worker-0")).WithTimeout(timeout).Should(BeTrue())
 	})
 })
 

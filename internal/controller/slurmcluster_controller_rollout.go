@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,8 +29,8 @@ type rollout struct {
 // rollWorkers replaces worker pods that run an old pod template. The worker StatefulSet uses
 // the OnDelete strategy, so Kubernetes never replaces a worker by itself; here each outdated
 // worker's node is drained in Slurm (reason slurmfacts.DrainUpdate), and its pod is deleted
-// only once the node is drained and idle, or down. At most a tenth of the workers (at least
-// one) are replaced at a time, idle ones first; a replacement whose new pod exists lasts until
+// only once the node is drained and idle, or down. At most updateStrategy.maxUnavailable workers
+// (a tenth when unset, at least one) are draining or replaced at a time, idle ones first; a replacement whose new pod exists lasts until
 // that pod is ready. When a replaced pod is ready again, the operator's update drain is lifted; an
 // admin's drain stays. When Slurm cannot be asked, nothing is deleted.
 func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) (err error) {
@@ -121,10 +122,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 		return nil
 	}
 
-	maxInFlight := int(sc.Spec.SlurmNodes.Worker.Size) / 10
-	if maxInFlight < 1 {
-		maxInFlight = 1
-	}
+	maxInFlight := maxUnavailable(sc.Spec.SlurmNodes.Worker)
 	// Idle nodes first, then the highest ordinal.
 	sort.SliceStable(outdated, func(i, j int) bool {
 		bi, bj := byName[slurmName(outdated[i])].Busy(), byName[slurmName(outdated[j])].Busy()
@@ -174,6 +172,21 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	}
 	o.rollout = rollout{active: true, reason: slurmv1alpha1.ReasonReplacingPods, message: msg}
 	return nil
+}
+
+// maxUnavailable is how many workers an update may drain or replace at once:
+// updateStrategy.maxUnavailable (a number, or a percentage of the size rounded down), a tenth
+// of the size when unset, and never less than one.
+func maxUnavailable(w slurmv1alpha1.Worker) int {
+	v := intstr.FromString("10%")
+	if w.UpdateStrategy.MaxUnavailable != nil {
+		v = *w.UpdateStrategy.MaxUnavailable
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(w.Size), false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 // slurmName is the Slurm node name of a worker pod (worker-N).
