@@ -14,8 +14,8 @@ func TestMaxUnavailableIsTheSpecsNumberOrShareOfTheSizeAndAtLeastOne(t *testing.
 		max  *intstr.IntOrString
 		want int
 	}{
-		{size: 3, want: 1},                                // a tenth of 3, rounded down, but at least one
-		{size: 40, want: 4},                               // a tenth
+		{size: 3, want: 1},  // a tenth of 3, rounded down, but at least one
+		{size: 40, want: 4}, // a tenth
 		{size: 40, max: ptrTo(intstr.FromInt32(6)), want: 6},
 		{size: 40, max: ptrTo(intstr.FromString("25%")), want: 10},
 		{size: 3, max: ptrTo(intstr.FromString("50%")), want: 1},
