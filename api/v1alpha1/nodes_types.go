@@ -223,6 +223,15 @@ type Login struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
+	// StopNoticeSeconds is how long a login pod that is stopped (an update of its image or
+	// resources, an eviction, a node drain) keeps its ssh sessions after telling them: each
+	// session's terminal is told the node stops and when, and the pod stops once the time is up
+	// or the last session ended. 0 stops at once. Unset: 60.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	StopNoticeSeconds *int32 `json:"stopNoticeSeconds,omitempty"`
+
 	// Volumes of the login nodes.
 	Volumes LoginVolumes `json:"volumes"`
 }

@@ -273,6 +273,11 @@ func (in *Login) DeepCopyInto(out *Login) {
 		}
 	}
 	in.Resources.DeepCopyInto(&out.Resources)
+	if in.StopNoticeSeconds != nil {
+		in, out := &in.StopNoticeSeconds, &out.StopNoticeSeconds
+		*out = new(int32)
+		**out = **in
+	}
 	in.Volumes.DeepCopyInto(&out.Volumes)
 }
 

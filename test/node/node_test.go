@@ -322,6 +322,52 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		}
 	})
 
+	t.Run("a login pod that stops tells its ssh sessions, keeps them through the notice, and stops once the last one ended", func(t *testing.T) {
+		e := e.with(t)
+		pod := cluster + "-login-1"
+		// A session with a terminal on login-1 (reached through the login Service).
+		session := exec.Command("ssh", "-tt", "-F", e.sshConfig, "-J", "root@"+e.login, "root@login-1", "sleep 600")
+		var out syncBuffer
+		session.Stdout, session.Stderr = &out, &out
+		if err := session.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = session.Process.Kill() }()
+		e.waitFor(30*time.Second, "the session on login-1", func() (bool, string) {
+			ps, err := e.kubectl("exec", "-n", ns, pod, "-c", "sshd", "--", "sh", "-c", "grep -lx sshd-session /proc/[0-9]*/comm | wc -l")
+			n, _ := strconv.Atoi(strings.TrimSpace(ps))
+			return err == nil && n > 0, ps
+		})
+		uid := e.kubectlOK("get", "pod", "-n", ns, pod, "-o", "jsonpath={.metadata.uid}")
+		deleted := time.Now()
+		e.kubectlOK("delete", "pod", "-n", ns, pod, "--wait=false")
+		e.waitFor(30*time.Second, "the notice on the session's terminal", func() (bool, string) {
+			return strings.Contains(out.String(), "stops in 60 seconds"), out.String()
+		})
+		t.Logf("the session was told %.1fs after kubectl delete: %q", time.Since(deleted).Seconds(), strings.TrimSpace(out.String()))
+		oldPod := func() bool {
+			got, err := e.kubectl("get", "pod", "-n", ns, pod, "-o", "jsonpath={.metadata.uid}")
+			return err == nil && strings.TrimSpace(got) == uid
+		}
+		// 10 s on, the pod still waits for its session, which still runs.
+		time.Sleep(10 * time.Second)
+		if !oldPod() || session.ProcessState != nil {
+			t.Fatalf("the pod or its session ended during the notice:\n%s", out.String())
+		}
+		// The user logs out: the pod stops at once, long before the 60 s are up.
+		_ = session.Process.Kill()
+		_ = session.Wait()
+		loggedOut := time.Now()
+		e.waitFor(25*time.Second, "the old login-1 pod gone after its last session ended", func() (bool, string) {
+			return !oldPod(), ""
+		})
+		t.Logf("the old pod was gone %.1fs after the last session ended (%.0fs after kubectl delete)", time.Since(loggedOut).Seconds(), time.Since(deleted).Seconds())
+		e.waitFor(2*time.Minute, "login-1 back", func() (bool, string) {
+			o, err := e.sshJump("login-1", "true")
+			return err == nil, o
+		})
+	})
+
 	t.Run("a user added with adduser logs in with their own key, has one home everywhere, runs srun -N2 as themselves and ssh's to worker-1", func(t *testing.T) {
 		e := e.with(t)
 		key := filepath.Join(t.TempDir(), "alice")

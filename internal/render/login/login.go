@@ -104,6 +104,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	}, subBinds...)
 	// Clipped: the containers append their own mounts to copies.
 	mounts, binds = slices.Clip(mounts), slices.Clip(binds)
+	notice := ptr.Deref(spec.StopNoticeSeconds, DefaultStopNoticeSeconds)
 	sshd := base.Container(sc, corev1.Container{
 		Name:  "sshd",
 		Image: sc.Spec.Images.Login,
@@ -124,17 +125,44 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined},
 		},
 		ReadinessProbe: base.TCPProbe("ssh", 5),
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/bin/sh", "-c", StopNoticeScript(notice)},
+		}}},
 	})
 	// No dockerd here, whatever spec.docker says: login pods face users behind a public
 	// address, and the docker group is root on the node.
 	containers := []corev1.Container{sshd}
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
-		Containers:                    containers,
-		Volumes:                       volumes,
-		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
-		TerminationGracePeriodSeconds: ptr.To[int64](30),
+		InitContainers: []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
+		Containers:     containers,
+		Volumes:        volumes,
+		DNSConfig:      base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+		// The notice, then sshd's own 30 s to end.
+		TerminationGracePeriodSeconds: ptr.To(int64(notice) + 30),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod, PodAnnotations: maps.Clone(spec.PodAnnotations)}), nil
+}
+
+// DefaultStopNoticeSeconds is spec.slurmNodes.login.stopNoticeSeconds when unset.
+const DefaultStopNoticeSeconds = 60
+
+// StopNoticeScript is the login container's preStop hook: it tells every ssh session with a
+// terminal that the node stops in notice seconds (sshd's pseudo-terminals are the container's:
+// the jail entrypoint binds its /dev), then waits until that time is up or no session is left
+// (OpenSSH runs one sshd-session process per connection, terminal or not). PROC_DIR and
+// PTS_DIR stand in for /proc and /dev/pts in tests.
+func StopNoticeScript(notice int32) string {
+	return fmt.Sprintf(`n=%d
+proc=${PROC_DIR:-/proc} pts=${PTS_DIR:-/dev/pts}
+[ "$n" -gt 0 ] || exit 0
+sessions() { grep -lx sshd-session "$proc"/[0-9]*/comm >/dev/null 2>&1; }
+sessions || exit 0
+msg="*** This login node ($(hostname)) stops in $n seconds (an update or a move). Save your work; log in again through the login Service. ***"
+for t in "$pts"/[0-9]*; do
+	[ -e "$t" ] && printf '\r\n%%s\r\n' "$msg" >"$t" 2>/dev/null
+done
+end=$(($(date +%%s) + n))
+while [ "$(date +%%s)" -lt "$end" ] && sessions; do sleep 1; done
+`, notice)
 }

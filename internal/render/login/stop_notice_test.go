@@ -1,0 +1,86 @@
+package login
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runStopNotice runs StopNoticeScript(notice) with sh on a fake /proc holding the given
+// process names and a fake /dev/pts with two terminals; it returns how long it took and what
+// each terminal received.
+func runStopNotice(t *testing.T, notice int32, comms []string, during func(proc string)) (time.Duration, []string) {
+	t.Helper()
+	proc, pts := t.TempDir(), t.TempDir()
+	for i, c := range comms {
+		d := filepath.Join(proc, strings.Repeat("1", i+1))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "comm"), []byte(c+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"0", "3", "ptmx"} {
+		if err := os.WriteFile(filepath.Join(pts, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("/bin/sh", "-c", StopNoticeScript(notice))
+	cmd.Env = append(os.Environ(), "PROC_DIR="+proc, "PTS_DIR="+pts)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		during(proc)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the script failed: %v", err)
+	}
+	took := time.Since(start)
+	var got []string
+	for _, n := range []string{"0", "3", "ptmx"} {
+		b, _ := os.ReadFile(filepath.Join(pts, n))
+		got = append(got, string(b))
+	}
+	return took, got
+}
+
+func TestStopNoticeTellsEverySessionAndWaitsForThemWithinTheNotice(t *testing.T) {
+	// No ssh session: the pod stops at once, and no terminal is written to.
+	took, got := runStopNotice(t, 30, []string{"sshd", "bash"}, nil)
+	if took > 5*time.Second || got[0] != "" || got[1] != "" {
+		t.Errorf("without sessions: took %v, terminals got %q", took, got)
+	}
+
+	// Sessions open for the whole notice: each terminal is told, and the pod waits it out.
+	took, got = runStopNotice(t, 3, []string{"sshd", "sshd-session", "bash"}, nil)
+	if took < 3*time.Second || took > 10*time.Second {
+		t.Errorf("with a session for the whole notice of 3 s: took %v", took)
+	}
+	for i, want := range []bool{true, true, false} {
+		if told := strings.Contains(got[i], "stops in 3 seconds"); told != want {
+			t.Errorf("terminal %d told %v, want %v: %q", i, told, want, got[i])
+		}
+	}
+
+	// The last session ends after a second: the pod stops then, well before the notice ends.
+	took, _ = runStopNotice(t, 60, []string{"sshd-session"}, func(proc string) {
+		time.Sleep(time.Second)
+		if err := os.WriteFile(filepath.Join(proc, "1", "comm"), []byte("bash\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	})
+	if took > 10*time.Second {
+		t.Errorf("with the last session ended after 1 s of a 60 s notice: took %v", took)
+	}
+
+	// A notice of 0: at once, sessions or not.
+	if took, got := runStopNotice(t, 0, []string{"sshd-session"}, nil); took > 5*time.Second || got[0] != "" {
+		t.Errorf("notice 0: took %v, terminal got %q", took, got[0])
+	}
+}
