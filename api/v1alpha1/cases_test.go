@@ -88,6 +88,10 @@ func invalidCases() []invalidCase {
 		{"a worker update of 0% at a time", setTo("spec.slurmNodes.worker.updateStrategy.maxUnavailable", "0%"), "spec.slurmNodes.worker.updateStrategy.maxUnavailable", "from 1% to 100%"},
 		{"a worker update of 150% at a time", setTo("spec.slurmNodes.worker.updateStrategy.maxUnavailable", "150%"), "spec.slurmNodes.worker.updateStrategy.maxUnavailable", "from 1% to 100%"},
 		{"a worker update pace that is neither", setTo("spec.slurmNodes.worker.updateStrategy.maxUnavailable", "two"), "spec.slurmNodes.worker.updateStrategy.maxUnavailable", "a number of workers"},
+		{"enforcement without accounting", setTo("spec.slurmNodes.accounting.enforce", []any{"associations"}), "spec.slurmNodes.accounting.enforce", "enforce needs accounting"},
+		{"an enforcement Slurm does not know", func(m map[string]any) {
+			setTo("spec.slurmNodes.accounting", map[string]any{"enabled": true, "externalDB": map[string]any{"host": "db", "user": "slurm", "passwordSecretKeyRef": map[string]any{"name": "db", "key": "password"}}, "enforce": []any{"everything"}})(m)
+		}, "spec.slurmNodes.accounting.enforce[0]", "Unsupported value"},
 		{"more than 64 GPUs per worker", setTo("spec.slurmNodes.worker.gpu", 100), "spec.slurmNodes.worker.gpu", "less than or equal to 64"},
 		{"a worker node filter that does not exist", setTo("spec.slurmNodes.worker.k8sNodeFilterName", "tpu"), "spec.slurmNodes.worker.k8sNodeFilterName", "spec.k8sNodeFilters"},
 		{"a controller node filter that does not exist", setTo("spec.slurmNodes.controller.k8sNodeFilterName", "cpu"), "spec.slurmNodes.controller.k8sNodeFilterName", "spec.k8sNodeFilters"},

@@ -289,6 +289,7 @@ type LoginVolumes struct {
 
 // Accounting configures slurmdbd and its database.
 // +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || ((has(self.mariadbOperator) && self.mariadbOperator.enabled) ? 1 : 0) + (has(self.externalDB) ? 1 : 0) == 1",message="when accounting is enabled, set exactly one database: mariadbOperator.enabled or externalDB"
+// +kubebuilder:validation:XValidation:rule="!has(self.enforce) || size(self.enforce) == 0 || (has(self.enabled) && self.enabled)",message="enforce needs accounting: set enabled (slurmctld enforces what slurmdbd records)",fieldPath=".enforce"
 type Accounting struct {
 	// Enabled runs slurmdbd, so that sacct and sreport work.
 	// +kubebuilder:default=false
@@ -311,7 +312,23 @@ type Accounting struct {
 	// ExternalDB points slurmdbd at an existing MySQL or MariaDB server.
 	// +optional
 	ExternalDB *ExternalDB `json:"externalDB,omitempty"`
+
+	// Enforce is slurm.conf's AccountingStorageEnforce: what slurmctld holds jobs to.
+	// associations: only users with an association (sacctmgr add user NAME account=ACCOUNT)
+	// may run jobs, so every new user needs one (docs/accounting.md); limits: the limits set on
+	// associations (GrpTRES, MaxJobs, …), and implies associations; qos: a job's QOS must be
+	// one its association may use, and the QOS's limits hold; safe: a job starts only when it
+	// can finish within the limits of usage; wckeys: jobs need a valid workload key. Unset: no
+	// enforcement, and limits set with sacctmgr are recorded but not held.
+	// +kubebuilder:validation:MaxItems=5
+	// +listType=set
+	// +optional
+	Enforce []AccountingEnforce `json:"enforce,omitempty"`
 }
+
+// AccountingEnforce is one value of AccountingStorageEnforce.
+// +kubebuilder:validation:Enum=associations;limits;qos;safe;wckeys
+type AccountingEnforce string
 
 // MariadbOperator configures the MariaDB that mariadb-operator runs for accounting.
 type MariadbOperator struct {

@@ -157,6 +157,14 @@ func slurmBaseConf(in base.Input) string {
 		w.kv("AccountingStorageType", "accounting_storage/slurmdbd")
 		w.kv("AccountingStorageHost", AccountingHost(sc))
 		w.kv("AccountingStoragePort", slurmfacts.SlurmdbdPort)
+		if enforce := spec.SlurmNodes.Accounting.Enforce; len(enforce) > 0 {
+			vals := make([]string, len(enforce))
+			for i, e := range enforce {
+				vals[i] = string(e)
+			}
+			w.comment("Jobs are held to associations and their limits: users need an association (sacctmgr).")
+			w.kv("AccountingStorageEnforce", strings.Join(vals, ","))
+		}
 		if in.GPU.Total() > 0 {
 			w.kv("AccountingStorageTRES", "gres/gpu")
 		}
