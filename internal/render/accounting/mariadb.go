@@ -41,9 +41,31 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 		}
 		mariadbSpec["resources"] = res
 	}
+	// Placed as slurmdbd is, by the accounting node filter: its selector, affinity and
+	// tolerations (mariadb-operator's affinity takes Kubernetes' fields).
 	if name := sc.Spec.SlurmNodes.Accounting.K8sNodeFilterName; name != "" {
-		if nf := base.NodeFilter(sc, name); nf != nil && len(nf.NodeSelector) > 0 {
-			mariadbSpec["nodeSelector"] = base.Unstructured(nf.NodeSelector)
+		if nf := base.NodeFilter(sc, name); nf != nil {
+			if len(nf.NodeSelector) > 0 {
+				mariadbSpec["nodeSelector"] = base.Unstructured(nf.NodeSelector)
+			}
+			if nf.Affinity != nil {
+				aff, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nf.Affinity)
+				if err != nil {
+					return nil, err
+				}
+				mariadbSpec["affinity"] = aff
+			}
+			if len(nf.Tolerations) > 0 {
+				var tols []any
+				for i := range nf.Tolerations {
+					t, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&nf.Tolerations[i])
+					if err != nil {
+						return nil, err
+					}
+					tols = append(tols, t)
+				}
+				mariadbSpec["tolerations"] = tols
+			}
 		}
 	}
 	obj := func(kind, objName string, spec map[string]any) *unstructured.Unstructured {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -50,6 +51,27 @@ func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.
 	for _, t := range f.Tolerations {
 		spec.Tolerations = append(spec.Tolerations, *t.DeepCopy())
 	}
+}
+
+// SpreadAcrossNodes asks the scheduler to put the component's pods on different Kubernetes
+// nodes when it can (a preferred pod anti-affinity on the node's hostname, added to what the
+// node filter asks): two controllers, or two login nodes, on one Kubernetes node would fail
+// together. Preferred, not required, so a cluster on fewer nodes than pods still runs.
+func SpreadAcrossNodes(sc *slurmv1alpha1.SlurmCluster, comp slurmv1alpha1.Component, spec *corev1.PodSpec) {
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.PodAntiAffinity == nil {
+		spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	pa := spec.Affinity.PodAntiAffinity
+	pa.PreferredDuringSchedulingIgnoredDuringExecution = append(pa.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{
+		Weight: 100,
+		PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(sc, comp)},
+			TopologyKey:   corev1.LabelHostname,
+		},
+	})
 }
 
 // MungeSidecar runs munged next to a Slurm daemon, as a native sidecar (an init container that

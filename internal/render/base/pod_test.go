@@ -77,3 +77,25 @@ func TestHostPathVolumeSourcesOnSystemDirectoriesAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// The spread is added to what the node filter asks, never in its place.
+func TestSpreadAcrossNodesKeepsTheFiltersAffinity(t *testing.T) {
+	sc := &slurmv1alpha1.SlurmCluster{}
+	sc.Name = "c"
+	filterTerm := corev1.WeightedPodAffinityTerm{Weight: 5, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "topology.kubernetes.io/zone"}}
+	spec := &corev1.PodSpec{Affinity: &corev1.Affinity{
+		NodeAffinity:    &corev1.NodeAffinity{},
+		PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{filterTerm}},
+	}}
+	base.SpreadAcrossNodes(sc, slurmv1alpha1.ComponentLogin, spec)
+	terms := spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+	if spec.Affinity.NodeAffinity == nil || len(terms) != 2 || terms[0].PodAffinityTerm.TopologyKey != "topology.kubernetes.io/zone" ||
+		terms[1].PodAffinityTerm.TopologyKey != corev1.LabelHostname || terms[1].PodAffinityTerm.LabelSelector.MatchLabels["app.kubernetes.io/component"] != "login" {
+		t.Fatalf("affinity after the spread: %+v", spec.Affinity)
+	}
+	empty := &corev1.PodSpec{}
+	base.SpreadAcrossNodes(sc, slurmv1alpha1.ComponentController, empty)
+	if got := empty.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution; len(got) != 1 || got[0].Weight != 100 {
+		t.Fatalf("spread on a pod without affinity: %+v", got)
+	}
+}

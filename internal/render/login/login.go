@@ -141,6 +141,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		TerminationGracePeriodSeconds: ptr.To(int64(notice) + 30),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	base.SpreadAcrossNodes(sc, comp, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod, PodAnnotations: maps.Clone(spec.PodAnnotations)}), nil
 }
 

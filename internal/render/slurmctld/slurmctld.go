@@ -254,6 +254,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		ReadinessProbe:  base.TCPProbe("slurmrestd", 5),
 	}))
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	base.SpreadAcrossNodes(sc, comp, &pod)
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: spec.Size, Pod: pod, SpoolClaim: spoolClaim,
 	}), nil
