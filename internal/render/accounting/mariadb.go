@@ -41,19 +41,20 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 		}
 		mariadbSpec["resources"] = res
 	}
-	// Placed as slurmdbd is, by the accounting node filter: its selector, affinity and
-	// tolerations (mariadb-operator's affinity takes Kubernetes' fields).
+	// Placed as slurmdbd is, by the accounting node filter: its selector, node affinity and
+	// tolerations.
 	if name := sc.Spec.SlurmNodes.Accounting.K8sNodeFilterName; name != "" {
 		if nf := base.NodeFilter(sc, name); nf != nil {
 			if len(nf.NodeSelector) > 0 {
 				mariadbSpec["nodeSelector"] = base.Unstructured(nf.NodeSelector)
 			}
-			if nf.Affinity != nil {
-				aff, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nf.Affinity)
+			// Node affinity alone: mariadb-operator's affinity has no podAffinity.
+			if nf.Affinity != nil && nf.Affinity.NodeAffinity != nil {
+				na, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nf.Affinity.NodeAffinity)
 				if err != nil {
 					return nil, err
 				}
-				mariadbSpec["affinity"] = aff
+				mariadbSpec["affinity"] = map[string]any{"nodeAffinity": na}
 			}
 			if len(nf.Tolerations) > 0 {
 				var tols []any
