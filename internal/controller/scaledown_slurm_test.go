@@ -206,13 +206,18 @@ var _ = Describe("the pace of a worker update against a real Slurm cluster", fun
 		}
 		publishRevision(ctx, ns, "pace", 3, "old", "new")
 
-		By("the two highest ordinals go together; worker-0 waits while their new pods start")
-		// Play the StatefulSet controller: each deleted pod comes back at once, not ready yet.
+		By("the two highest ordinals go together; worker-0 waits while their new pods are made and start")
 		for _, i := range []int{2, 1} {
 			Eventually(podGone(ctx, ns, fmt.Sprintf("pace-worker-%d", i))).WithTimeout(timeout).Should(BeTrue())
-			workerPod(ctx, ns, "pace", i, "new", false)
 		}
 		eventuallyCondition(ctx, ns, "pace", "WorkersUpdating", "ReplacingPods", "replacing at most 2 at a time")
+		// Before the StatefulSet makes the new pods, the two replacements are in flight all the
+		// same (their nodes carry the update drain).
+		Consistently(podGone(ctx, ns, "pace-worker-0")).WithTimeout(3 * time.Second).Should(BeFalse())
+		// Play the StatefulSet controller: the new pods, not ready yet.
+		for _, i := range []int{2, 1} {
+			workerPod(ctx, ns, "pace", i, "new", false)
+		}
 		Consistently(podGone(ctx, ns, "pace-worker-0")).WithTimeout(3 * time.Second).Should(BeFalse())
 
 		By("one new pod is ready: worker-0 goes")

@@ -47,7 +47,11 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	var outdated, current []corev1.Pod
 	inFlight := 0
 	stranded := o.strandedNames()
+	// The nodes that have a pod, whatever its state: a node drained for its update that has
+	// none is between its old pod's removal and its new one's creation.
+	hasPod := map[string]bool{}
 	for _, p := range pods.Items {
+		hasPod[slurmName(p)] = true
 		switch {
 		case stranded[p.Name]:
 			// Its node is lost: no replacement is in flight, and none can be until the node
@@ -91,12 +95,13 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 		if !ok || !podReady(p) {
 			if ordinalOf(n.Name) < int(sc.Spec.SlurmNodes.Worker.Size) {
 				starting = append(starting, n.Name)
-			}
-			if ok {
-				// Its new pod is not ready yet: the replacement is still in flight (a pod
-				// being deleted is counted above), so the next one waits for it. Between the
-				// old pod's removal and the new one's creation, nothing counts it yet.
-				inFlight++
+				// Drained for its update, and its new pod not ready, or not made yet (between
+				// the old pod's removal and the StatefulSet's new one): the replacement is in
+				// flight, so the next one waits for it. A pod being deleted is counted above,
+				// an outdated one waiting for its jobs below.
+				if ok || !hasPod[n.Name] {
+					inFlight++
+				}
 			}
 			continue
 		}
