@@ -35,6 +35,7 @@ func main() {
 		maxConcurrent   int
 		outOfService    time.Duration
 		tokenLifetime   time.Duration
+		priorityClass   string
 		slurmPoll       time.Duration
 		local           bool
 		localOnce       bool
@@ -52,6 +53,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas (a Lease in the pod's namespace), so that only one manager reconciles at a time; the chart turns it on")
 	flag.IntVar(&maxConcurrent, "max-concurrent-reconciles", controller.DefaultMaxConcurrentReconciles, "how many SlurmClusters are reconciled at once (one cluster never twice at once)")
 	flag.DurationVar(&slurmPoll, "slurm-poll-interval", controller.DefaultSlurmPollInterval, "how often each cluster's node states are read from slurmctld while it answers: a worker that starts a job is protected from evictions (labelled busy) within this time")
+	flag.StringVar(&priorityClass, "control-plane-priority-class", "", "the PriorityClass of every cluster's slurmctld, slurmdbd and MariaDB pods; it must exist (the chart makes slurm-control-plane); empty: none")
 	flag.DurationVar(&tokenLifetime, "exporter-token-lifetime", controller.DefaultExporterTokenLifetime, "how long the exporter's token (for the read-only Slurm user slurm-metrics) is valid; it is renewed when half is left")
 	flag.DurationVar(&outOfService, "out-of-service-taint-after", 0, "taint a Kubernetes node out of service (node.kubernetes.io/out-of-service) once it has been not ready this long while a worker pod is stranded on it, so Kubernetes deletes its pods and detaches their volumes; needs permission to patch nodes (0: never, the admin decides)")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
@@ -114,17 +116,18 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&controller.SlurmClusterReconciler{
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		Scheme:                  mgr.GetScheme(),
-		Recorder:                mgr.GetEventRecorder("slurm-operator"),
-		ClusterDomain:           clusterDomain,
-		MaxConcurrentReconciles: maxConcurrent,
-		OutOfServiceTaintAfter:  outOfService,
-		ExporterTokenLifetime:   tokenLifetime,
-		SlurmPollInterval:       slurmPoll,
-		StatusSettle:            controller.DefaultStatusSettle,
-		Policy:                  policy.Policy{ImagePrefixes: policy.ParseList(imagePrefixes), HostPaths: policy.ParseList(hostPaths)},
+		Client:                    mgr.GetClient(),
+		APIReader:                 mgr.GetAPIReader(),
+		Scheme:                    mgr.GetScheme(),
+		Recorder:                  mgr.GetEventRecorder("slurm-operator"),
+		ClusterDomain:             clusterDomain,
+		MaxConcurrentReconciles:   maxConcurrent,
+		OutOfServiceTaintAfter:    outOfService,
+		ExporterTokenLifetime:     tokenLifetime,
+		ControlPlanePriorityClass: priorityClass,
+		SlurmPollInterval:         slurmPoll,
+		StatusSettle:              controller.DefaultStatusSettle,
+		Policy:                    policy.Policy{ImagePrefixes: policy.ParseList(imagePrefixes), HostPaths: policy.ParseList(hostPaths)},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the SlurmCluster controller")
 		os.Exit(1)

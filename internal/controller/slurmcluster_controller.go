@@ -54,6 +54,9 @@ type SlurmClusterReconciler struct {
 	// (node.kubernetes.io/out-of-service), so Kubernetes deletes its pods and detaches their
 	// volumes. Zero leaves that to the admin. It needs permission to patch nodes.
 	OutOfServiceTaintAfter time.Duration
+	// ControlPlanePriorityClass, when set, is the PriorityClass of every cluster's
+	// control-plane pods; it must exist (the operator chart makes it).
+	ControlPlanePriorityClass string
 	// ExporterTokenLifetime is how long the exporter's token is valid; it is renewed when half
 	// is left. Zero means DefaultExporterTokenLifetime.
 	ExporterTokenLifetime time.Duration

@@ -196,7 +196,8 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 // keeps leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
 func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
 	workers := s.facts.scaling.replicas
-	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
+	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU,
+		ControlPlanePriorityClass: r.ControlPlanePriorityClass}
 	var err error
 	if in.NodeAddresses, err = r.nodeAddresses(ctx, s.desired); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -228,5 +229,46 @@ func TestPodAnnotationsReachTheWorkerAndLoginPods(t *testing.T) {
 	w.Spec.Template.Annotations["x"] = "y"
 	if _, shared := sc.Spec.SlurmNodes.Worker.PodAnnotations["x"]; shared {
 		t.Error("the worker template shares the spec's annotation map")
+	}
+}
+
+// The installer's PriorityClass goes on the control-plane pods (slurmctld, slurmdbd, the
+// MariaDB of mariadb-operator) and on no other.
+func TestTheControlPlanePriorityClassIsTheControlPlanes(t *testing.T) {
+	sc, err := fixtures.Sample(samples[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := fixtures.Input(sc)
+	in.Optional.MariaDB = true
+	in.ControlPlanePriorityClass = "slurm-control-plane"
+	parts, err := render.All(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range parts {
+		for _, o := range p.Objects {
+			switch v := o.(type) {
+			case *appsv1.StatefulSet:
+				got[v.Name] = v.Spec.Template.Spec.PriorityClassName
+			case *appsv1.Deployment:
+				got[v.Name] = v.Spec.Template.Spec.PriorityClassName
+			case *unstructured.Unstructured:
+				if v.GetKind() == "MariaDB" {
+					name, _, _ := unstructured.NestedString(v.Object, "spec", "priorityClassName")
+					got[v.GetName()] = name
+				}
+			}
+		}
+	}
+	want := map[string]string{
+		sc.ComponentName("controller"): "slurm-control-plane", sc.ComponentName("accounting"): "slurm-control-plane",
+		sc.MariaDBName(): "slurm-control-plane", sc.ComponentName("worker"): "", sc.ComponentName("login"): "", sc.ComponentName("exporter"): "",
+	}
+	for name, class := range want {
+		if c, ok := got[name]; !ok || c != class {
+			t.Errorf("%s: priority class %q (rendered %v), want %q", name, c, ok, class)
+		}
 	}
 }

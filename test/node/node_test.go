@@ -55,6 +55,20 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 		}
 	})
 
+	t.Run("slurmctld and slurmdbd run with the chart's PriorityClass, the workers and login nodes without", func(t *testing.T) {
+		e := e.with(t)
+		out := e.kubectlOK("get", "pods", "-n", ns, "-l", "app.kubernetes.io/instance="+cluster,
+			"-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.priorityClassName} {.spec.priority}{"\n"}{end}`)
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(l)
+			controlPlane := strings.Contains(f[0], "-controller-") || strings.Contains(f[0], "-accounting-")
+			if controlPlane && (len(f) != 3 || f[1] != "slurm-control-plane" || f[2] != "1000000") || !controlPlane && len(f) > 2 {
+				t.Errorf("pod priorities:\n%s", out)
+				break
+			}
+		}
+	})
+
 	t.Run("a login session is not privileged: a bounded capability set, no host devices", func(t *testing.T) {
 		e := e.with(t)
 		out := e.onLogin("grep CapBnd /proc/self/status | cut -f2; ls /dev | tr '\\n' ' '")

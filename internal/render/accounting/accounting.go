@@ -89,6 +89,7 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 		DNSConfig: base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
+	pod.PriorityClassName = in.ControlPlanePriorityClass
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: 1, Pod: pod,
 		PodAnnotations: map[string]string{base.AnnotationRestartHash: slurmv1alpha1.ShortHash([]byte(slurmconf.SlurmdbdConfig(in)))},

@@ -41,6 +41,9 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 		}
 		mariadbSpec["resources"] = res
 	}
+	if in.ControlPlanePriorityClass != "" {
+		mariadbSpec["priorityClassName"] = in.ControlPlanePriorityClass
+	}
 	// Placed as slurmdbd is, by the accounting node filter: its selector, node affinity and
 	// tolerations.
 	if name := sc.Spec.SlurmNodes.Accounting.K8sNodeFilterName; name != "" {

@@ -25,6 +25,10 @@ type Input struct {
 	// NodeAddresses are the pod addresses of the cluster's Slurm nodes, by Slurm node name
 	// (controller-0, worker-3, login-1), sorted: the names users ssh to.
 	NodeAddresses []NodeAddress
+	// ControlPlanePriorityClass, when set, is the PriorityClass of the control-plane pods
+	// (slurmctld, slurmdbd, the MariaDB of mariadb-operator): the installer's choice, from the
+	// manager's flags.
+	ControlPlanePriorityClass string
 }
 
 // NodeAddress is the address of the pod that runs a Slurm node.

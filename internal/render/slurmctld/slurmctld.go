@@ -255,6 +255,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	}))
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	base.SpreadAcrossNodes(sc, comp, &pod)
+	pod.PriorityClassName = in.ControlPlanePriorityClass
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: spec.Size, Pod: pod, SpoolClaim: spoolClaim,
 	}), nil
