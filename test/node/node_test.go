@@ -340,17 +340,16 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		e := e.with(t)
 		pod := cluster + "-login-1"
 		// A session with a terminal on login-1 (reached through the login Service).
-		session := exec.Command("ssh", "-tt", "-F", e.sshConfig, "-J", "root@"+e.login, "root@login-1", "sleep 600")
+		session := exec.Command("ssh", "-tt", "-F", e.sshConfig, "-J", "root@"+e.login, "root@login-1", "echo session-up-on-$(hostname); sleep 600")
 		var out syncBuffer
 		session.Stdout, session.Stderr = &out, &out
 		if err := session.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = session.Process.Kill() }()
+		// Its shell runs on login-1 (the jump's own connection may land there first).
 		e.waitFor(30*time.Second, "the session on login-1", func() (bool, string) {
-			ps, err := e.kubectl("exec", "-n", ns, pod, "-c", "sshd", "--", "sh", "-c", "grep -lx sshd-session /proc/[0-9]*/comm | wc -l")
-			n, _ := strconv.Atoi(strings.TrimSpace(ps))
-			return err == nil && n > 0, ps
+			return strings.Contains(out.String(), "session-up-on-"+pod), out.String()
 		})
 		uid := e.kubectlOK("get", "pod", "-n", ns, pod, "-o", "jsonpath={.metadata.uid}")
 		deleted := time.Now()

@@ -149,9 +149,10 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 const DefaultStopNoticeSeconds = 60
 
 // StopNoticeScript is the login container's preStop hook: it tells every ssh session with a
-// terminal that the node stops in notice seconds (sshd's pseudo-terminals are the container's:
-// the jail entrypoint binds its /dev), then waits until that time is up or no session is left
-// (OpenSSH runs one sshd-session process per connection, terminal or not). PROC_DIR and
+// terminal that the node stops, and in how many seconds (sshd's pseudo-terminals are the
+// container's: the jail entrypoint binds its /dev), and waits until the notice is up or no
+// session is left (OpenSSH runs one sshd-session process per connection, terminal or not). A
+// terminal that appears meanwhile (a session still starting) is told when it appears. PROC_DIR and
 // PTS_DIR stand in for /proc and /dev/pts in tests.
 func StopNoticeScript(notice int32) string {
 	return fmt.Sprintf(`n=%d
@@ -159,11 +160,18 @@ proc=${PROC_DIR:-/proc} pts=${PTS_DIR:-/dev/pts}
 [ "$n" -gt 0 ] || exit 0
 sessions() { grep -lx sshd-session "$proc"/[0-9]*/comm >/dev/null 2>&1; }
 sessions || exit 0
-msg="*** This login node ($(hostname)) stops in $n seconds (an update or a move). Save your work; log in again through the login Service. ***"
-for t in "$pts"/[0-9]*; do
-	[ -e "$t" ] && printf '\r\n%%s\r\n' "$msg" >"$t" 2>/dev/null
-done
 end=$(($(date +%%s) + n))
-while [ "$(date +%%s)" -lt "$end" ] && sessions; do sleep 1; done
+told=" "
+while :; do
+	left=$((end - $(date +%%s)))
+	[ "$left" -gt 0 ] && sessions || break
+	for t in "$pts"/[0-9]*; do
+		case $told in *" $t "*) continue ;; esac
+		[ -e "$t" ] || continue
+		printf '\r\n%%s\r\n' "*** This login node ($(hostname)) stops in $left seconds (an update or a move). Save your work; log in again through the login Service. ***" >"$t" 2>/dev/null
+		told="$told$t "
+	done
+	sleep 1
+done
 `, notice)
 }

@@ -12,7 +12,7 @@ import (
 // runStopNotice runs StopNoticeScript(notice) with sh on a fake /proc holding the given
 // process names and a fake /dev/pts with two terminals; it returns how long it took and what
 // each terminal received.
-func runStopNotice(t *testing.T, notice int32, comms []string, during func(proc string)) (time.Duration, []string) {
+func runStopNotice(t *testing.T, notice int32, comms []string, during func(proc, pts string)) (time.Duration, []string) {
 	t.Helper()
 	proc, pts := t.TempDir(), t.TempDir()
 	for i, c := range comms {
@@ -36,14 +36,14 @@ func runStopNotice(t *testing.T, notice int32, comms []string, during func(proc 
 		t.Fatal(err)
 	}
 	if during != nil {
-		during(proc)
+		during(proc, pts)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the script failed: %v", err)
 	}
 	took := time.Since(start)
 	var got []string
-	for _, n := range []string{"0", "3", "ptmx"} {
+	for _, n := range []string{"0", "3", "ptmx", "7"} {
 		b, _ := os.ReadFile(filepath.Join(pts, n))
 		got = append(got, string(b))
 	}
@@ -69,7 +69,7 @@ func TestStopNoticeTellsEverySessionAndWaitsForThemWithinTheNotice(t *testing.T)
 	}
 
 	// The last session ends after a second: the pod stops then, well before the notice ends.
-	took, _ = runStopNotice(t, 60, []string{"sshd-session"}, func(proc string) {
+	took, _ = runStopNotice(t, 60, []string{"sshd-session"}, func(proc, _ string) {
 		time.Sleep(time.Second)
 		if err := os.WriteFile(filepath.Join(proc, "1", "comm"), []byte("bash\n"), 0o644); err != nil {
 			t.Error(err)
@@ -77,6 +77,18 @@ func TestStopNoticeTellsEverySessionAndWaitsForThemWithinTheNotice(t *testing.T)
 	})
 	if took > 10*time.Second {
 		t.Errorf("with the last session ended after 1 s of a 60 s notice: took %v", took)
+	}
+
+	// A terminal that appears during the notice (a session still starting) is told too, with
+	// the time left.
+	_, got = runStopNotice(t, 4, []string{"sshd-session"}, func(_, pts string) {
+		time.Sleep(1500 * time.Millisecond)
+		if err := os.WriteFile(filepath.Join(pts, "7"), nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	})
+	if !strings.Contains(got[3], "stops in") || strings.Contains(got[3], "stops in 4 seconds") {
+		t.Errorf("a terminal that appeared 1.5 s into a 4 s notice got %q", got[3])
 	}
 
 	// A notice of 0: at once, sessions or not.
