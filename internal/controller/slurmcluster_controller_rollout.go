@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -29,10 +29,11 @@ type rollout struct {
 // rollWorkers replaces worker pods that run an old pod template. The worker StatefulSet uses
 // the OnDelete strategy, so Kubernetes never replaces a worker by itself; here each outdated
 // worker's node is drained in Slurm (reason slurmfacts.DrainUpdate), and its pod is deleted
-// only once the node is drained and idle, or down. At most updateStrategy.maxUnavailable workers
-// (a tenth when unset, at least one) are draining or replaced at a time, idle ones first; a replacement whose new pod exists lasts until
-// that pod is ready. When a replaced pod is ready again, the operator's update drain is lifted; an
-// admin's drain stays. When Slurm cannot be asked, nothing is deleted.
+// only once the node is drained and idle, or down. At most updateStrategy.maxUnavailable
+// workers (a tenth when unset, at least one) are draining or replaced at a time, idle ones
+// first; a replacement lasts until its new pod is ready, the time before the StatefulSet makes
+// that pod included. When a replaced pod is ready again, the operator's update drain is lifted;
+// an admin's drain stays. When Slurm cannot be asked, nothing is deleted.
 func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) (err error) {
 	sc, prev, o := s.desired, &s.cluster.Status, s.facts
 	defer func() { o.rolloutDecided = err == nil }()

@@ -38,7 +38,8 @@ func TokenSecret(in base.Input) *corev1.Secret {
 	return base.Secret(base.ObjectMeta(sc, sc.ExporterTokenSecretName(), comp), map[string][]byte{base.ExporterTokenKey: in.Keys.ExporterToken})
 }
 
-// Args are the exporter's arguments: slurmrestd's address, its token file, the cluster label, and whether to ask slurmdbd and export per-user series.
+// Args are the exporter's arguments: slurmrestd's address, its token file and user, the
+// cluster label, and whether to ask slurmdbd and export per-user series.
 func Args(in base.Input) []string {
 	sc := in.Cluster
 	domain := in.ClusterDomain

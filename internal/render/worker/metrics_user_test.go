@@ -71,3 +71,34 @@ func TestMetricsUserScriptAddsTheUserToAnOldJailOnce(t *testing.T) {
 		t.Fatalf("with the id taken: %q\n%s\n%s", out, takenAfter["etc/passwd"], takenAfter["etc/group"])
 	}
 }
+
+// A jail whose /etc/passwd the script may not write (an NFS export with root_squash) does not
+// fail the worker's start: the script says so, changes nothing, and the next line runs.
+func TestMetricsUserScriptNeverFailsOnAJailItCannotWrite(t *testing.T) {
+	jail := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(jail, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"etc/passwd": oldPasswd, "etc/group": oldGroup, slurmfacts.JailMarkerFile: ""} {
+		if err := os.WriteFile(filepath.Join(jail, name), []byte(data), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	argv := []string{"/bin/sh", "-c", MetricsUserScript + "echo after-the-script"}
+	if os.Geteuid() == 0 {
+		// Root writes a 0444 file anyway: run as nobody, as root_squash makes root.
+		for d := jail; d != filepath.Dir(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+			_ = os.Chmod(d, 0o755)
+		}
+		argv = append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "JAIL="+jail)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "after-the-script") || !strings.Contains(string(out), "not writable") {
+		t.Fatalf("the script on a jail it cannot write: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(jail, "etc/passwd")); string(b) != oldPasswd {
+		t.Fatalf("passwd changed:\n%s", b)
+	}
+}

@@ -176,10 +176,11 @@ if [ -d ` + base.DockerRunDir + ` ]; then chown 0:0 ` + base.DockerRunDir + ` &&
 ` + MetricsUserScript
 
 // MetricsUserScript adds slurmfacts.MetricsUser to the populated jail at $JAIL (default
-// base.JailDir) when it lacks the user.
+// base.JailDir) when it lacks the user. It never fails the pod: a jail root may not write
+// (an NFS export with root_squash) is said in the log and left as it is.
 var MetricsUserScript = fmt.Sprintf(`J=${JAIL:-%[1]s}
-if [ -f "$J/%[2]s" ] && [ -f "$J/etc/passwd" ] && [ -f "$J/etc/group" ] && ! grep -q '^%[3]s:' "$J/etc/passwd"; then
-	exec 9>>"$J/etc/passwd"
+if [ -f "$J/%[2]s" ] && [ -f "$J/etc/passwd" ] && [ -f "$J/etc/group" ] && ! grep -q '^%[3]s:' "$J/etc/passwd"; then (
+	exec 9>>"$J/etc/passwd" || exit 1
 	flock 9
 	if grep -q '^%[3]s:' "$J/etc/passwd"; then
 		:
@@ -190,7 +191,7 @@ if [ -f "$J/%[2]s" ] && [ -f "$J/etc/passwd" ] && [ -f "$J/etc/group" ] && ! gre
 		echo '%[3]s:x:%[4]d:%[4]d:Slurm metrics (read-only):/nonexistent:/usr/sbin/nologin' >>"$J/etc/passwd"
 		echo "node-dirs: added the exporter's user %[3]s to the jail" >&2
 	fi
-	exec 9>&-
+) || echo "node-dirs: the jail's /etc/passwd is not writable here (root_squash?), so the exporter's user %[3]s is not added: add it on a login node (docs/observability.md)" >&2
 fi
 `, base.JailDir, slurmfacts.JailMarkerFile, slurmfacts.MetricsUser, slurmfacts.MetricsUID)
 
