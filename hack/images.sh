@@ -38,7 +38,7 @@ slurm-base|images/slurm-base/Dockerfile|docker.io/slurm-k8s/slurm-base:$TAG_SLUR
 munge|images/munge/Dockerfile|docker.io/slurm-k8s/munge:$TAG_SLURM|@slurm-base
 controller|images/controller/Dockerfile|docker.io/slurm-k8s/slurmctld:$TAG_SLURM|@slurm-base
 accounting|images/accounting/Dockerfile|docker.io/slurm-k8s/slurmdbd:$TAG_SLURM|@slurm-base
-worker|images/worker/Dockerfile|docker.io/slurm-k8s/slurmd:$TAG_SLURM|go.mod go.sum cmd/slurm-jail-exec internal/jailexec internal/slurmfacts
+worker|images/worker/Dockerfile|docker.io/slurm-k8s/slurmd:$TAG_SLURM|@slurm-base go.mod go.sum cmd/slurm-jail-exec cmd/slurm-bundle internal/jailexec internal/slurmfacts internal/slurmbundle
 login|images/login/Dockerfile|docker.io/slurm-k8s/login:$TAG_SLURM|@worker
 jail|images/jail/Dockerfile|docker.io/slurm-k8s/jail:$TAG_SLURM|@slurm-base
 manager|Dockerfile|docker.io/slurm-k8s/slurm-operator:$MANAGER_TAG|go.mod go.sum api cmd internal

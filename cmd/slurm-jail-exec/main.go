@@ -1,7 +1,7 @@
 // slurm-jail-exec is the entrypoint of the login and worker images: it binds into the jail what
 // belongs to this pod and runs its command chrooted in the jail.
 //
-//	slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... [--pivot] -- COMMAND [ARG]...
+//	slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... [--slurm-bundle DIR] [--pivot] -- COMMAND [ARG]...
 //	slurm-jail-exec [--jail DIR] --wait-populated
 //
 // The first form sets the jail up once per container (later calls from probes, hooks and
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/jailexec"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmbundle"
 )
 
 type binds []jailexec.Bind
@@ -39,6 +40,7 @@ func main() {
 	fs.StringVar(&cfg.Jail, "jail", "/mnt/jail", "where the jail volume is mounted")
 	fs.Var(&extra, "bind", "SRC:DST[:ro]: bind the container's SRC on DST in the jail (repeatable)")
 	fs.StringVar(&cfg.Root, "driver-from", "/", "the root to look for the GPU driver's files under")
+	fs.StringVar(&cfg.SlurmBundle, "slurm-bundle", slurmbundle.DefaultDir, "the image's Slurm, shown in the jail over the jail's own (nothing is shown where it is missing)")
 	fs.BoolVar(&wait, "wait-populated", false, "wait until the jail is populated, then exit")
 	fs.BoolVar(&pivot, "pivot", false, "run the command in a mount namespace of its own whose root is the jail (pivot_root), so its children may make user namespaces (rootless Podman); this process stays, as their init")
 	fs.BoolVar(&pivotChild, "pivot-child", false, "(internal) the child --pivot starts, in its new mount namespace")

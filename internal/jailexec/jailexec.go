@@ -1,9 +1,11 @@
 // Package jailexec runs a command chrooted in the jail, with what belongs to this pod bound into
 // it: the kernel file systems, /dev (with the pod's /dev/shm and any GPU device files), /run
 // (with the munge socket), /tmp, the pod's resolv.conf, hosts and hostname, the node-local
-// config, spool and keys, the jail sub-mounts, and the NVIDIA driver files that the container
+// config, spool and keys, the jail sub-mounts, the image's Slurm (daemons, commands, libraries
+// and plugins, over whatever Slurm the jail has), and the NVIDIA driver files that the container
 // toolkit put into the container. Every mount is made in the container's own mount namespace:
-// the shared jail volume is never written except for missing mountpoints and driver links.
+// the shared jail volume is never written except for missing mountpoints and links (the driver's,
+// Slurm's), which are the same on every node.
 package jailexec
 
 import (
@@ -56,6 +58,9 @@ type Config struct {
 	// DriverRoot is where the NVIDIA driver files found in the container are gathered, under
 	// /run so that the jail sees them through its /run (RunDriverDir inside the jail).
 	DriverRoot string
+	// SlurmBundle is the image's Slurm (internal/slurmbundle), shown in the jail over the jail's
+	// own. Empty, or a directory without a manifest: the jail's own Slurm, if any, runs.
+	SlurmBundle string
 }
 
 // RunDriverDir is where the driver files appear inside the jail (through its /run).

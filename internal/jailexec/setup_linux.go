@@ -97,6 +97,9 @@ func Setup(cfg Config, logf func(string, ...any)) error {
 			return err
 		}
 	}
+	if err := setupSlurm(cfg, logf); err != nil {
+		return err
+	}
 	if len(drv.Files) > 0 {
 		if err := linkDriver(cfg.Jail, root, drv, logf); err != nil {
 			return fmt.Errorf("link the GPU driver into the jail: %w", err)

@@ -111,6 +111,28 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 		}
 	})
 
+	t.Run("the jail has no Slurm of its own: the login's and workers' Slurm is their images', shown at Slurm's paths, the controller's version", func(t *testing.T) {
+		e := e.with(t)
+		want := strings.TrimSpace(e.kubectlOK("exec", "-n", ns, cluster+"-controller-0", "-c", "slurmctld", "--", "slurmctld", "-V"))
+		if !strings.HasPrefix(want, "slurm") {
+			t.Fatalf("slurmctld -V: %q", want)
+		}
+		// dpkg in the jail knows no Slurm package; the commands are mounts from the pod's image.
+		out := e.onLogin(`dpkg-query -W slurm-client slurmd 2>&1 | grep -c "no packages found"; srun --version; sinfo --version
+findmnt -n -o TARGET /usr/bin/srun; findmnt -n -o TARGET /usr/lib/x86_64-linux-gnu/slurm-wlm`)
+		wantLogin := "2\n" + want + "\n" + want + "\n/usr/bin/srun\n/usr/lib/x86_64-linux-gnu/slurm-wlm"
+		if strings.TrimSpace(out) != wantLogin {
+			t.Errorf("on the login node:\n%s\nwant:\n%s", out, wantLogin)
+		}
+		for _, w := range []string{"worker-0", "worker-1"} {
+			out := e.kubectlOK("exec", "-n", ns, cluster+"-"+w, "-c", "slurmd", "--", "slurm-jail-exec", "--", "sh", "-c",
+				`slurmd -V; findmnt -n -o TARGET /usr/sbin/slurmd-wlm; dpkg-query -W slurmd 2>&1 | grep -c "no packages found"`)
+			if got := strings.TrimSpace(out); got != want+"\n/usr/sbin/slurmd-wlm\n1" {
+				t.Errorf("on %s:\n%s\nwant the controller's %q, from the image's slurmd-wlm, and no slurmd package in the jail", w, out, want)
+			}
+		}
+	})
+
 	// 2.1, "Run checks", and 2.2.
 	t.Run("srun --nodes=2 --gres=gpu:1 nvidia-smi -L lists one GPU on each worker", func(t *testing.T) {
 		e := e.with(t)
