@@ -48,6 +48,9 @@ const (
 	ReasonMungeKeyMissing = "MungeKeyMissing"
 	// ReasonPolicyViolation: the spec asks for an image or host path the operator's policy refuses.
 	ReasonPolicyViolation = "PolicyViolation"
+	// ReasonSlurmReleaseRefused: the images' Slurm releases cannot run together, or cannot follow
+	// the running release in place (a downgrade, or a jump over more than three releases).
+	ReasonSlurmReleaseRefused = "SlurmReleaseRefused"
 	// ReasonSpoolNotShared: a backup controller's spool is a claim that is not ReadWriteMany, so
 	// the two slurmctld could not share their saved state.
 	ReasonSpoolNotShared = "SpoolNotShared"

@@ -227,7 +227,10 @@ type PeriodicChecks struct {
 }
 
 // Images are the container images of the components. Each has a default that matches the
-// operator's release.
+// operator's release. The Slurm a pod runs is its image's (the jail holds none that runs), and
+// the tags carry Slurm's release (24.11): the operator refuses, rolling nothing, an accounting
+// image older than the controller's, a controller older than the workers' or login's, and a
+// downgrade or a jump over more than three releases from what runs (docs/upgrades.md).
 type Images struct {
 	// Controller runs slurmctld.
 	// +kubebuilder:default="slurm-k8s/slurmctld:24.11"
@@ -235,13 +238,14 @@ type Images struct {
 	// +optional
 	Controller string `json:"controller,omitempty"`
 
-	// Worker runs slurmd inside the jail.
+	// Worker runs slurmd inside the jail; its Slurm (slurmd, the commands, the plugins) is shown
+	// in the jail over the jail's own.
 	// +kubebuilder:default="slurm-k8s/slurmd:24.11"
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Worker string `json:"worker,omitempty"`
 
-	// Login runs sshd inside the jail.
+	// Login runs sshd inside the jail; the users' Slurm commands are this image's.
 	// +kubebuilder:default="slurm-k8s/login:24.11"
 	// +kubebuilder:validation:MaxLength=512
 	// +optional

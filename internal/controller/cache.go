@@ -56,15 +56,21 @@ func compactManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// slimStatefulSet drops a StatefulSet's pod template and claim templates: the operator reads
-// its replicas, generation, status, annotations and writers, and renders the template itself.
-// A worker's template (scripts, volumes) is most of the object.
+// slimStatefulSet drops a StatefulSet's pod template, less its containers' names and images
+// (the Slurm release running, which an image change is checked against), and its claim
+// templates: the operator reads its replicas, generation, status, annotations and writers, and
+// renders the template itself. A worker's template (scripts, volumes) is most of the object.
 func slimStatefulSet(obj any) (any, error) {
 	s, ok := obj.(*appsv1.StatefulSet)
 	if !ok {
 		return obj, nil
 	}
+	var images []corev1.Container
+	for _, c := range s.Spec.Template.Spec.Containers {
+		images = append(images, corev1.Container{Name: c.Name, Image: c.Image})
+	}
 	s.Spec.Template = corev1.PodTemplateSpec{}
+	s.Spec.Template.Spec.Containers = images
 	s.Spec.VolumeClaimTemplates = nil
 	return compactManagedFields(s)
 }

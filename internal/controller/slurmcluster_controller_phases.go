@@ -107,6 +107,7 @@ var errHalt = errors.New("halt")
 func (r *SlurmClusterReconciler) phases() []phase {
 	return []phase{
 		{name: "check the policy", run: r.checkPolicy},
+		{name: "check the Slurm release", run: r.checkSlurmRelease},
 		{name: "check the shared spool", run: r.checkSharedSpool},
 		{name: "find the GPU shape", run: r.findGPUShape},
 		{name: "ensure keys", run: r.ensureKeys},
