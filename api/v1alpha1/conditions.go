@@ -22,6 +22,9 @@ const (
 	ConditionScalingDown = "ScalingDown"
 	// ConditionWorkersUpdating: outdated worker pods are being replaced, one drained node at a time.
 	ConditionWorkersUpdating = "WorkersUpdating"
+	// ConditionSlurmUpgrading: a change of Slurm release waits for an earlier stage (slurmdbd,
+	// then slurmctld) before the next one's images are rolled.
+	ConditionSlurmUpgrading = "SlurmUpgrading"
 )
 
 // The reasons of the conditions above, by condition. docs/reconcile.md says when each is set.
@@ -139,7 +142,17 @@ const (
 	ReasonSlurmUnreachable = "SlurmUnreachable"
 	// ReasonSlurmAnswerIncomplete: slurmctld's answer lacks some nodes; nothing is removed.
 	ReasonSlurmAnswerIncomplete = "SlurmAnswerIncomplete"
-	// ReasonDone: no scale-down in progress.
+	// SlurmUpgrading.
+
+	// ReasonWaitingForAccounting: slurmdbd is not yet on the new release and ready everywhere;
+	// slurmctld, the workers and login nodes keep the release they run.
+	ReasonWaitingForAccounting = "WaitingForAccounting"
+	// ReasonWaitingForController: slurmctld is not yet on the new release and ready everywhere;
+	// the workers and login nodes keep the release they run.
+	ReasonWaitingForController = "WaitingForController"
+
+	// ReasonDone: no scale-down in progress (ScalingDown), no change of release waits
+	// (SlurmUpgrading).
 	ReasonDone = "Done"
 	// ReasonReplacingPods: outdated worker pods are replaced, one drained node at a time.
 	ReasonReplacingPods = "ReplacingPods"

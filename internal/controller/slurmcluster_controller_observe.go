@@ -37,6 +37,10 @@ type observed struct {
 	// scalingDecided and rolloutDecided say that the plan and update phases ran to the end,
 	// so that scaling and rollout say what is going on.
 	scalingDecided, rolloutDecided bool
+	// upgrade says whether a change of Slurm release waits for an earlier stage, once
+	// upgradeDecided (the release check ran).
+	upgrade        slurmUpgrade
+	upgradeDecided bool
 	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
 	slurmNodes   []slurm.Node
 	slurmReached bool

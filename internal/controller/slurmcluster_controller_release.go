@@ -47,7 +47,10 @@ func (r *SlurmClusterReconciler) checkSlurmRelease(ctx context.Context, s *recon
 		s.facts.renderErr, s.facts.renderReason = err, slurmv1alpha1.ReasonSlurmReleaseRefused
 		return errHalt
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return r.stageSlurmUpgrade(ctx, s)
 }
 
 type releaseRefused struct{ msg string }
@@ -113,4 +116,139 @@ func containerRelease(sts *appsv1.StatefulSet, name string) (slurmfacts.Release,
 		}
 	}
 	return slurmfacts.Release{}, false
+}
+
+// liveSlurm is what one StatefulSet of Slurm runs now.
+type liveSlurm struct {
+	found   bool
+	image   string
+	release slurmfacts.Release
+	known   bool
+	// settled: every pod runs the StatefulSet's current template and is ready.
+	settled bool
+}
+
+func (r *SlurmClusterReconciler) liveSlurm(ctx context.Context, c *slurmv1alpha1.SlurmCluster, im slurmImage) (liveSlurm, error) {
+	var sts appsv1.StatefulSet
+	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.ComponentName(im.component)}, &sts)
+	if err != nil || !found {
+		return liveSlurm{}, err
+	}
+	l := liveSlurm{found: true}
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		if ctr.Name == im.container {
+			l.image = ctr.Image
+			l.release, l.known = slurmfacts.ImageRelease(ctr.Image)
+		}
+	}
+	want := int32(1)
+	if sts.Spec.Replicas != nil {
+		want = *sts.Spec.Replicas
+	}
+	st := sts.Status
+	l.settled = st.ObservedGeneration >= sts.Generation && st.UpdatedReplicas == want && st.ReadyReplicas == want
+	return l, nil
+}
+
+// stageSlurmUpgrade orders a change of Slurm release as Slurm's upgrade guide does: slurmdbd
+// first, then slurmctld, then the workers and login nodes. While an earlier stage's
+// StatefulSet does not yet run the new release on every pod, ready, the later stages' images
+// stay the ones they run (in this reconcile's copy of the spec, which renders), and
+// SlurmUpgrading says what is waited for. A change within one release is not staged.
+func (r *SlurmClusterReconciler) stageSlurmUpgrade(ctx context.Context, s *reconcileScope) error {
+	c := s.desired
+	images := slurmImages(c)
+	live := map[string]liveSlurm{}
+	for _, im := range images {
+		l, err := r.liveSlurm(ctx, c, im)
+		if err != nil {
+			return err
+		}
+		live[im.field] = l
+	}
+	// changes says whether the field asks for another release than its StatefulSet runs.
+	changes := func(im slurmImage) bool {
+		l := live[im.field]
+		want, ok := slurmfacts.ImageRelease(im.image)
+		return l.found && l.known && ok && want != l.release
+	}
+	// pending says why a stage is not done: its release is not rolled out and ready everywhere.
+	pending := func(im slurmImage) string {
+		l := live[im.field]
+		switch {
+		case !l.found:
+			return ""
+		case changes(im):
+			want, _ := slurmfacts.ImageRelease(im.image)
+			return fmt.Sprintf("%s to go from Slurm %s to %s", im.component, l.release, want)
+		case !l.settled:
+			return fmt.Sprintf("every %s pod to run %s and be ready", im.component, im.image)
+		}
+		return ""
+	}
+	stages := [][]string{{"spec.images.accounting"}, {"spec.images.controller"}, {"spec.images.worker", "spec.images.login"}}
+	byField := map[string]slurmImage{}
+	for _, im := range images {
+		byField[im.field] = im
+	}
+	s.facts.upgradeDecided = true
+	s.facts.upgrade = slurmUpgrade{}
+	var waitFor, reason string
+	var held []string
+	for i, stage := range stages {
+		for _, f := range stage {
+			im, ok := byField[f]
+			if !ok {
+				continue
+			}
+			if waitFor != "" {
+				if changes(im) {
+					setImage(c, f, live[f].image)
+					held = append(held, fmt.Sprintf("%s stays %s", f, live[f].image))
+				}
+				continue
+			}
+			if why := pending(im); why != "" && laterChanges(stages[i+1:], byField, changes) {
+				waitFor, reason = why, stageReason[i]
+			}
+		}
+	}
+	if len(held) > 0 {
+		s.facts.upgrade = slurmUpgrade{active: true, reason: reason,
+			message: fmt.Sprintf("waiting for %s: %s", waitFor, strings.Join(held, ", "))}
+	}
+	return nil
+}
+
+// stageReason is SlurmUpgrading's reason while a stage holds the later ones.
+var stageReason = []string{slurmv1alpha1.ReasonWaitingForAccounting, slurmv1alpha1.ReasonWaitingForController, ""}
+
+func laterChanges(stages [][]string, byField map[string]slurmImage, changes func(slurmImage) bool) bool {
+	for _, stage := range stages {
+		for _, f := range stage {
+			if im, ok := byField[f]; ok && changes(im) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// slurmUpgrade is what SlurmUpgrading says.
+type slurmUpgrade struct {
+	active          bool
+	reason, message string
+}
+
+func setImage(c *slurmv1alpha1.SlurmCluster, field, image string) {
+	switch field {
+	case "spec.images.controller":
+		c.Spec.Images.Controller = image
+	case "spec.images.worker":
+		c.Spec.Images.Worker = image
+	case "spec.images.login":
+		c.Spec.Images.Login = image
+	case "spec.images.accounting":
+		c.Spec.Images.Accounting = image
+	}
 }

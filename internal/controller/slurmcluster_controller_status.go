@@ -178,6 +178,13 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	case meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionWorkersUpdating) != nil:
 		set(slurmv1alpha1.ConditionWorkersUpdating, false, slurmv1alpha1.ReasonAllUpToDate, "every worker pod runs the current template")
 	}
+	switch {
+	case !o.upgradeDecided:
+	case o.upgrade.active:
+		set(slurmv1alpha1.ConditionSlurmUpgrading, true, o.upgrade.reason, o.upgrade.message)
+	case meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionSlurmUpgrading) != nil:
+		set(slurmv1alpha1.ConditionSlurmUpgrading, false, slurmv1alpha1.ReasonDone, "no change of Slurm release waits")
+	}
 	if o.slurmReached {
 		c := slurm.Count(o.slurmNodes)
 		st.Workers.Idle, st.Workers.Allocated, st.Workers.Drained = c.Idle, c.Allocated, c.Drained

@@ -91,6 +91,9 @@ func TestTheArgoCDHealthCheck(t *testing.T) {
 			cond("ScalingDown", "True", "WaitingForJobs", "waiting for the jobs on worker-3 to end") + `]`, "Progressing", "worker-3"},
 		{"replacing workers", `"observedGeneration":2,"conditions":[` + ready + `,` + jailDone + `,` +
 			cond("WorkersUpdating", "True", "ReplacingPods", "replacing worker-0") + `]`, "Progressing", "replacing worker-0"},
+		{"a Slurm upgrade waiting for slurmctld", `"observedGeneration":2,"conditions":[` + ready + `,` + jailDone + `,` +
+			cond("SlurmUpgrading", "True", "WaitingForController", "waiting for every controller pod to run slurmctld:26.05") + `]`, "Progressing", "slurmctld:26.05"},
+		{"a refused Slurm release", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "SlurmReleaseRefused", "cannot downgrade Slurm 26.05 to 24.11") + `]`, "Degraded", "cannot downgrade"},
 		{"a spec that cannot be rendered", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "RenderFailed", "worker: no such volume source") + `]`, "Degraded", "no such volume source"},
 		{"the populate Job failed", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "JailNotPopulated", "the jail is not populated yet") + `,` +
 			cond("JailPopulated", "False", "JobFailed", "jail is not empty and has no marker") + `]`, "Degraded", "no marker"},

@@ -2,8 +2,10 @@
 -- writes on every reconcile (docs/argocd.md).
 --   Healthy:     Available is True for the current generation, and nothing is in progress.
 --   Progressing: the operator has not seen the current generation yet; the jail is being
---                populated; workers are scaling down or being replaced; pods are starting.
---   Degraded:    the spec cannot be rendered or is refused by policy, the munge key is gone,
+--                populated; workers are scaling down or being replaced; a Slurm upgrade
+--                waits for its next stage; pods are starting.
+--   Degraded:    the spec cannot be rendered, is refused by policy or asks for Slurm releases
+--                that cannot follow what runs, the munge key is gone,
 --                the populate Job failed, the API server refuses objects, or a reconcile fails.
 local hs = {}
 
@@ -42,7 +44,7 @@ end
 -- Failures that waiting does not mend.
 local failed = {RenderFailed = true, PolicyViolation = true, MungeKeyMissing = true,
   JWTKeyMissing = true, SSHHostKeysMissing = true, ControllerStateUnreadable = true,
-  ReconcileFailed = true, ApplyFailed = true, JobFailed = true}
+  ReconcileFailed = true, ApplyFailed = true, JobFailed = true, SlurmReleaseRefused = true}
 for _, t in ipairs({"Available", "Degraded", "JailPopulated"}) do
   local c = condition(t)
   if c ~= nil and failed[c.reason] and (c.status == "False" or t == "Degraded") then
@@ -55,7 +57,7 @@ local jail = condition("JailPopulated")
 if jail ~= nil and jail.status == "False" then
   return say("Progressing", jail, "The jail is being populated")
 end
-for _, t in ipairs({"ScalingDown", "WorkersUpdating"}) do
+for _, t in ipairs({"ScalingDown", "WorkersUpdating", "SlurmUpgrading"}) do
   local c = condition(t)
   if c ~= nil and c.status == "True" then
     return say("Progressing", c, t)
