@@ -14,18 +14,7 @@ import (
 var _ = Describe("the images' Slurm release", func() {
 	It("refuses a downgrade, a jump over more than three releases and a controller older than its workers, rolling nothing; an upgrade within the window rolls", func(ctx SpecContext) {
 		ns, _ := minimalCluster(ctx, "rel", 1, nil)
-		image := func(sts, container string) string {
-			s := &appsv1.StatefulSet{}
-			if err := k8sClient.Get(ctx, key(ns, sts), s); err != nil {
-				return ""
-			}
-			for _, c := range s.Spec.Template.Spec.Containers {
-				if c.Name == container {
-					return c.Image
-				}
-			}
-			return ""
-		}
+		image := func(sts, container string) string { return containerImage(ctx, ns, sts, container) }
 		Eventually(func() string { return image("rel-controller", "slurmctld") }).WithTimeout(timeout).Should(HaveSuffix(":24.11"))
 		Eventually(func() string { return image("rel-worker", "slurmd") }).WithTimeout(timeout).Should(HaveSuffix(":24.11"))
 		setRelease := func(controller, worker, login string) {
@@ -82,18 +71,7 @@ var _ = Describe("the images' Slurm release", func() {
 	It("with accounting, upgrades slurmdbd first, then slurmctld, then the workers", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		applySample(ctx, ns, "acc")
-		image := func(sts, container string) string {
-			s := &appsv1.StatefulSet{}
-			if err := k8sClient.Get(ctx, key(ns, sts), s); err != nil {
-				return ""
-			}
-			for _, c := range s.Spec.Template.Spec.Containers {
-				if c.Name == container {
-					return c.Image
-				}
-			}
-			return ""
-		}
+		image := func(sts, container string) string { return containerImage(ctx, ns, sts, container) }
 		all := func() string {
 			return image("acc-accounting", "slurmdbd") + " " + image("acc-controller", "slurmctld") + " " + image("acc-worker", "slurmd")
 		}
@@ -115,6 +93,20 @@ var _ = Describe("the images' Slurm release", func() {
 		Eventually(all).WithTimeout(timeout).Should(Equal("slurm-k8s/slurmdbd:25.05 slurm-k8s/slurmctld:25.05 slurm-k8s/slurmd:25.05"))
 	})
 })
+
+// containerImage is the image of a container of a StatefulSet's template ("" while it is missing).
+func containerImage(ctx SpecContext, ns, sts, container string) string {
+	s := &appsv1.StatefulSet{}
+	if err := k8sClient.Get(ctx, key(ns, sts), s); err != nil {
+		return ""
+	}
+	for _, c := range s.Spec.Template.Spec.Containers {
+		if c.Name == container {
+			return c.Image
+		}
+	}
+	return ""
+}
 
 // settle writes a StatefulSet's status as its controller would once every pod runs the current
 // template and is ready (the test's API server runs no StatefulSet controller).

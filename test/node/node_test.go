@@ -261,6 +261,46 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		})
 	})
 
+	t.Run("the exporter follows its token Secret through the kubelet without a restart: a broken token stops its reads, the operator's new one restores them", func(t *testing.T) {
+		e := e.with(t)
+		addr := strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-exporter", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
+		url := fmt.Sprintf("http://%s:%d/metrics", addr, slurmfacts.ExporterPort)
+		pod := func() string {
+			return strings.TrimSpace(e.kubectlOK("get", "pods", "-n", ns, "-l", "app.kubernetes.io/instance="+cluster+",app.kubernetes.io/component=exporter",
+				"-o", `jsonpath={range .items[*]}{.metadata.uid}/{.status.containerStatuses[0].restartCount}{" "}{end}`))
+		}
+		before := pod()
+		up := func(want float64) func() (bool, string) {
+			return func() (bool, string) {
+				m, err := metricstest.Scrape(&http.Client{Timeout: 20 * time.Second}, url)
+				if err != nil {
+					return false, err.Error()
+				}
+				return m["slurm_up{}"] == want, fmt.Sprintf("slurm_up %v", m["slurm_up{}"])
+			}
+		}
+		// The operator would mend the Secret at once: it is stopped while the token is broken.
+		replicas := strings.TrimSpace(e.kubectlOK("get", "deployment", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "-o", "jsonpath={.items[0].spec.replicas}"))
+		e.kubectlOK("scale", "deployment", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "--replicas=0")
+		restored := false
+		defer func() {
+			if !restored {
+				_, _ = e.kubectl("scale", "deployment", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "--replicas="+replicas)
+			}
+		}()
+		e.waitFor(2*time.Minute, "the manager stopped", func() (bool, string) {
+			out, _ := e.kubectl("get", "pods", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "-o", "name")
+			return strings.TrimSpace(out) == "", out
+		})
+		e.kubectlOK("patch", "secret", cluster+"-exporter-token", "-n", ns, "--type", "merge", "-p", `{"stringData":{"token":"not-a-token"}}`)
+		e.waitFor(4*time.Minute, "the exporter reads the broken token (slurm_up 0)", up(0))
+		e.kubectlOK("scale", "deployment", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "--replicas="+replicas)
+		restored = true
+		e.waitFor(4*time.Minute, "the exporter reads the operator's new token (slurm_up 1)", up(1))
+		if after := pod(); after != before || !strings.HasSuffix(after, "/0") {
+			t.Errorf("the exporter pod (uid/restarts) was %q, is %q: it should neither be replaced nor restart", before, after)
+		}
+	})
 	t.Run("a worker that starts a job is protected from evictions within the operator's poll: the eviction API refuses it", func(t *testing.T) {
 		e := e.with(t)
 		busy := func() string {
@@ -752,6 +792,36 @@ chmod 755 /usr/local/bin/step-look`)
 	})
 
 	// 4.3: "remount and recreate the jail-pvc on the new cluster, then follow the creation steps".
+	t.Run("a slurmctld state file cut short stops slurmctld, which the status names through the kubelet; restored, slurmctld starts and the running job is still there", func(t *testing.T) {
+		e := e.with(t)
+		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -c 1 --wrap 'sleep 600'"))
+		defer func() { _, _ = e.sshErr(e.login, "scancel "+job) }()
+		e.waitJobState(job, "RUNNING")
+		// The spool claim is a hostPath volume of the node (fixtures_test.go). slurmctld saves its
+		// state as it stops, so the file is cut while the new pod cannot be placed.
+		state := "/tmp/slurm-operator-node/volumes/controller-spool/job_state"
+		node := strings.TrimPrefix(strings.TrimSpace(e.kubectlOK("get", "nodes", "-o", "name")), "node/")
+		e.kubectlOK("cordon", node)
+		defer func() { _, _ = e.kubectl("uncordon", node) }()
+		e.kubectlOK("delete", "pod", "-n", ns, cluster+"-controller-0", "--timeout=2m")
+		e.sh("", "sh", "-c", fmt.Sprintf("cp -p %[1]s %[1]s.test-copy && head -c 64 %[1]s.test-copy > %[1]s", state))
+		e.kubectlOK("uncordon", node)
+		e.waitFor(4*time.Minute, "ControllerStateUnreadable in the status", func() (bool, string) {
+			out, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].reason} {.status.conditions[?(@.type=="Available")].message}`)
+			return strings.HasPrefix(out, "ControllerStateUnreadable ") && strings.Contains(out, cluster+"-controller-0") &&
+				strings.Contains(out, "Incomplete job state save file"), out
+		})
+		e.sh("", "sh", "-c", fmt.Sprintf("cp -p %[1]s.test-copy %[1]s && rm %[1]s.test-copy", state))
+		// The container's back-off: the next start reads the restored file.
+		e.waitFor(6*time.Minute, "job "+job+" still running once slurmctld is back", func() (bool, string) {
+			out, err := e.sshErr(e.login, "squeue -h -j "+job+" -o %T")
+			return err == nil && strings.TrimSpace(out) == "RUNNING", out
+		})
+		e.waitFor(2*time.Minute, "Available again", func() (bool, string) {
+			out, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+			return out == "True", out
+		})
+	})
 	t.Run("delete the cluster and create it again on the same claims: the jail, its users and files are kept", func(t *testing.T) {
 		e := e.with(t)
 		marker := e.onLogin("cat /" + slurmfacts.JailMarkerFile)
