@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# A real one-node Kubernetes on this machine, from the binaries hack/test-assets.sh and
+# A real Kubernetes on this machine, from the binaries hack/test-assets.sh and
 # hack/node-assets.sh build: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 # containerd + runc + the CNI bridge, the kubelet, kube-proxy (iptables) and CoreDNS (on the
-# host, at the pod bridge's address). The node has fake GPUs: three nvidia.com/gpu in its
-# capacity, the GPU Operator's labels, and /dev/nvidia0..2 as character devices.
+# host, at the pod bridge's address).
 #
-#   hack/node.sh up        start it (needs root); prints the admin kubeconfig's path
-#   hack/node.sh import F  import an OCI image layout folder into the node's containerd
-#   hack/node.sh down      stop it and undo everything it did to this machine
-#   hack/node.sh logs      print where the components' logs are
+# One node by default: the control-plane node, in this machine's network, with fake GPUs
+# (NODE_FAKE_GPUS, 3: that many nvidia.com/gpu in its capacity, the GPU Operator's labels, and
+# /dev/nvidia0.. as character devices). With NODE_WORKERS=N (hack/node/nodes.sh), N worker
+# nodes join it, each in a network namespace of its own with its own containerd, kubelet,
+# kube-proxy, cgroup and pod subnet, routed through this machine; then the worker nodes have the
+# fake GPUs (and the taint nvidia.com/gpu=present:NoSchedule, as GPU pools commonly do) and the
+# control-plane node has none.
+#
+#   hack/node.sh up              start it (needs root); prints the admin kubeconfig's path
+#   hack/node.sh import F...     import OCI image layout folders into every node's containerd
+#   hack/node.sh import-into NODE F...  into that node's alone
+#   hack/node.sh down            stop it and undo everything it did to this machine
+#   hack/node.sh logs            print where the components' logs are
+#   hack/node.sh nodes           print the worker nodes' names
+#   hack/node.sh stop NODE       shut a worker node down: its containers, kubelet, containerd
+#   hack/node.sh kill NODE       a worker node dies at once: everything of it gets SIGKILL
+#   hack/node.sh start NODE      start a stopped or killed worker node again
+#   hack/node.sh cut NODE SECS   cut a worker node off from every other for SECS seconds
+#   hack/node.sh mend NODE       end a cut now
 #
 # Everything lives under $NODE_DIR (default /tmp/slurm-operator-node). What it changes outside
 # (iptables chains, the bridge, sysctls, cgroups, device files, the kubelet's fixed paths) is
@@ -28,20 +42,51 @@ N=$("$HERE/node-assets.sh" --print-dir)
 BIN=$N/bin
 P=$R/pki
 L=$R/logs
-C=$R/containerd
-GW=10.244.0.1
-SOCK=$C/containerd.sock
 GPUS=${NODE_FAKE_GPUS:-3}
+WORKERS=${NODE_WORKERS:-0}
+# The worker nodes' network: a bridge on this machine at .1, node I at .(10+I).
+NODES_NET=10.250.0
 export PATH=$BIN:$K8S:$PATH
 
 log() { echo "node: $*" >&2; }
 kc() { "$K8S/kubectl" --kubeconfig "$R/admin.kubeconfig" "$@"; }
 alive() { [ -f "$R/$1.pid" ] && kill -0 "$(cat "$R/$1.pid")" 2>/dev/null; }
+# start runs a command in the background in the network namespace of the node node_vars set
+# last, its output in $L/NAME.log and its pid in $R/NAME.pid.
 start() {
 	local n=$1
 	shift
-	"$@" >"$L/$n.log" 2>&1 &
+	(
+		[ -z "$NETNS" ] || exec nsenter --net="/run/netns/$NETNS" "$@"
+		exec "$@"
+	) >"$L/$n.log" 2>&1 &
 	echo $! >"$R/$n.pid"
+}
+# innode runs a command in the network namespace of the node node_vars set last.
+innode() {
+	if [ -n "$NETNS" ]; then nsenter --net="/run/netns/$NETNS" "$@"; else "$@"; fi
+}
+
+# node_vars I sets where node I keeps its things (0 is the control-plane node, in this
+# machine's network; 1.. are the worker nodes, each in a network namespace of its own):
+# NN its name, ND its folder, NX the prefix of its processes' pid and log files, NETNS its
+# network namespace, NIP its address, NGW and NSUB its pod bridge's address and subnet, NC
+# and SOCK its containerd's folder and socket, NSHIM its shims' sockets, NADMIN the admin kubeconfig it reaches the API
+# server with.
+node_vars() {
+	local i=$1
+	NI=$i
+	if [ "$i" = 0 ]; then
+		NN=$NODE ND=$R NX= NETNS= NIP=${HOST_IP:-} NADMIN=$R/admin.kubeconfig
+	else
+		NN=$NODE-$i ND=$R/nodes/$i NX=node$i- NETNS=slurmtest-node$i NIP=$NODES_NET.$((10 + i))
+		NADMIN=$R/node-admin.kubeconfig
+	fi
+	NGW=10.244.$i.1 NSUB=10.244.$i.0/24 NC=$ND/containerd
+	SOCK=$NC/containerd.sock
+	# containerd refuses a shim socket folder longer than 42 characters.
+	NSHIM=$NC/shim
+	[ "$i" = 0 ] || NSHIM=$R/shim$i
 }
 wait_for() {
 	local what=$1 tries=$2
@@ -58,6 +103,31 @@ wait_for() {
 
 node_ip() { ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i <= NF; i++) if ($i == "src") print $(i + 1)}'; }
 
+# sign NAME SUBJECT [SANS] makes a key and a certificate signed by the test CA, in $P.
+sign() {
+	local n=$1 subj=$2 sans=${3:-}
+	(
+		cd "$P"
+		openssl genrsa -out "$n.key" 2048 2>/dev/null
+		openssl req -new -key "$n.key" -subj "$subj" -out "$n.csr" 2>/dev/null
+		if [ -n "$sans" ]; then
+			printf "subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n" "$sans" >"$n.ext"
+		else
+			printf "extendedKeyUsage=clientAuth\n" >"$n.ext"
+		fi
+		openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile "$n.ext" -out "$n.crt" 2>/dev/null
+	)
+}
+
+# kubeconfig FILE NAME SERVER writes a kubeconfig for the certificate NAME.
+kubeconfig() {
+	local f=$1 n=$2 server=$3
+	"$K8S/kubectl" config --kubeconfig="$f" set-cluster local --server="$server" --certificate-authority="$P/ca.crt" --embed-certs >/dev/null
+	"$K8S/kubectl" config --kubeconfig="$f" set-credentials "$n" --client-certificate="$P/$n.crt" --client-key="$P/$n.key" --embed-certs >/dev/null
+	"$K8S/kubectl" config --kubeconfig="$f" set-context default --cluster=local --user="$n" >/dev/null
+	"$K8S/kubectl" config --kubeconfig="$f" use-context default >/dev/null
+}
+
 pki() {
 	mkdir -p "$P"
 	local ip=$1
@@ -65,34 +135,17 @@ pki() {
 		cd "$P"
 		openssl genrsa -out ca.key 2048 2>/dev/null
 		openssl req -x509 -new -nodes -key ca.key -subj "/CN=slurm-operator-test-ca" -days 30 -out ca.crt 2>/dev/null
-		sign() {
-			local n=$1 subj=$2 sans=${3:-}
-			openssl genrsa -out "$n.key" 2048 2>/dev/null
-			openssl req -new -key "$n.key" -subj "$subj" -out "$n.csr" 2>/dev/null
-			if [ -n "$sans" ]; then
-				printf "subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n" "$sans" >"$n.ext"
-			else
-				printf "extendedKeyUsage=clientAuth\n" >"$n.ext"
-			fi
-			openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile "$n.ext" -out "$n.crt" 2>/dev/null
-		}
-		sign apiserver "/CN=kube-apiserver" "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:10.96.0.1,IP:$ip"
-		sign admin "/O=system:masters/CN=kubernetes-admin"
-		sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-		sign kubelet "/O=system:nodes/CN=system:node:$NODE" "DNS:$NODE,IP:$ip"
-		sign controller-manager "/CN=system:kube-controller-manager"
-		sign scheduler "/CN=system:kube-scheduler"
 		openssl genrsa -out sa.key 2048 2>/dev/null
 		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 	)
+	sign apiserver "/CN=kube-apiserver" "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:10.96.0.1,IP:$ip,IP:$NODES_NET.1"
+	sign admin "/O=system:masters/CN=kubernetes-admin"
+	sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+	sign kubelet "/O=system:nodes/CN=system:node:$NODE" "DNS:$NODE,IP:$ip"
+	sign controller-manager "/CN=system:kube-controller-manager"
+	sign scheduler "/CN=system:kube-scheduler"
 	local n
-	for n in admin kubelet controller-manager scheduler; do
-		local f=$R/$n.kubeconfig
-		"$K8S/kubectl" config --kubeconfig="$f" set-cluster local --server=https://127.0.0.1:6443 --certificate-authority="$P/ca.crt" --embed-certs >/dev/null
-		"$K8S/kubectl" config --kubeconfig="$f" set-credentials "$n" --client-certificate="$P/$n.crt" --client-key="$P/$n.key" --embed-certs >/dev/null
-		"$K8S/kubectl" config --kubeconfig="$f" set-context default --cluster=local --user="$n" >/dev/null
-		"$K8S/kubectl" config --kubeconfig="$f" use-context default >/dev/null
-	done
+	for n in admin kubelet controller-manager scheduler; do kubeconfig "$R/$n.kubeconfig" "$n" https://127.0.0.1:6443; done
 }
 
 # baseline records what `down` must restore, before anything is changed.
@@ -115,7 +168,13 @@ baseline() {
 	done
 }
 
+# pause_image imports the pods' sandbox image into the current node's containerd (made once).
 pause_image() {
+	if [ ! -f "$R/pause.tar" ]; then make_pause_image; fi
+	"$BIN/ctr" --address "$SOCK" -n k8s.io images import "$R/pause.tar" >/dev/null
+}
+
+make_pause_image() {
 	local dir=$R/pause-rootfs
 	mkdir -p "$dir"
 	gcc -static -O2 -o "$dir/pause" "$HERE/node/pause.c"
@@ -130,11 +189,12 @@ pause_image() {
 	jq -nc --arg c "$csum.json" --arg l "$lsum/layer.tar" '[{Config:$c,RepoTags:["docker.io/slurm-k8s-test/pause:1"],Layers:[$l]}]' >"$t/manifest.json"
 	tar -C "$t" -cf "$R/pause.tar" manifest.json "$csum.json" "$lsum"
 	rm -rf "$t"
-	"$BIN/ctr" --address "$SOCK" -n k8s.io images import "$R/pause.tar" >/dev/null
 }
 
+# containerd_up starts the current node's containerd, with the CNI bridge on its pod subnet.
 containerd_up() {
-	mkdir -p "$C"/{root,state,shim,runc} "$R"/cni/{net.d,ipam} "$R/cdi"
+	local C=$NC
+	mkdir -p "$C"/{root,state,runc} "$NSHIM" "$ND"/cni/{net.d,ipam} "$R/cdi"
 	cat >"$C/config.toml" <<TOML
 version = 4
 root = '$C/root'
@@ -146,7 +206,7 @@ disabled_plugins = ['io.containerd.internal.v1.opt', 'io.containerd.snapshotter.
   [plugins.'io.containerd.server.v1.ttrpc']
     address = '$SOCK.ttrpc'
   [plugins.'io.containerd.shim.v1.manager']
-    socket_dir = '$C/shim'
+    socket_dir = '$NSHIM'
   [plugins.'io.containerd.nri.v1.nri']
     disable = true
   [plugins.'io.containerd.cri.v1.images']
@@ -168,16 +228,18 @@ disabled_plugins = ['io.containerd.internal.v1.opt', 'io.containerd.snapshotter.
           SystemdCgroup = false
     [plugins.'io.containerd.cri.v1.runtime'.cni]
       bin_dirs = ['$N/cni-bin']
-      conf_dir = '$R/cni/net.d'
+      conf_dir = '$ND/cni/net.d'
 TOML
-	cat >"$R/cni/net.d/10-slurm-test.conflist" <<JSON
+	cat >"$ND/cni/net.d/10-slurm-test.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "slurm-test", "plugins": [
   {"type": "bridge", "bridge": "slurmtest0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "dataDir": "$R/cni/ipam", "ranges": [[{"subnet": "10.244.0.0/24", "gateway": "$GW"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+   "ipam": {"type": "host-local", "dataDir": "$ND/cni/ipam", "ranges": [[{"subnet": "$NSUB", "gateway": "$NGW"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 JSON
-	start containerd "$BIN/containerd" --config "$C/config.toml"
-	wait_for containerd 60 test -S "$SOCK"
+	# A socket left by a containerd that was killed would pass for the new one's.
+	rm -f "$SOCK"
+	start "${NX}containerd" "$BIN/containerd" --config "$C/config.toml"
+	wait_for "${NX}containerd" 60 test -S "$SOCK"
 }
 
 control_plane_up() {
@@ -211,10 +273,18 @@ control_plane_up() {
 		--bind-address=127.0.0.1 --leader-elect=false
 }
 
+# kubelet_up starts the current node's kubelet; a worker node's pods live under a cgroup of
+# its own (/$NETNS in every hierarchy) so that the node can be killed whole.
 kubelet_up() {
-	local ip=$1
-	mkdir -p "$R/kubelet" "$R/pod-logs"
-	cat >"$R/kubelet/config.yaml" <<YAML
+	local kd=$ND/kubelet extra=
+	mkdir -p "$kd" "$ND/pod-logs"
+	if [ -n "$NETNS" ]; then
+		node_cgroup
+		extra="cgroupRoot: /$NETNS"
+		[ "$GPUS" = 0 ] || extra="$extra
+registerWithTaints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]"
+	fi
+	cat >"$kd/config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 authentication:
@@ -227,37 +297,38 @@ failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: unix://$SOCK
 imageServiceEndpoint: unix://$SOCK
-podLogsDir: $R/pod-logs
+podLogsDir: $ND/pod-logs
 clusterDomain: cluster.local
-clusterDNS: [$GW]
+clusterDNS: [10.244.0.1]
 resolvConf: /etc/resolv.conf
-address: $ip
+address: $NIP
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-tlsCertFile: $P/kubelet.crt
-tlsPrivateKeyFile: $P/kubelet.key
+tlsCertFile: $P/${NX}kubelet.crt
+tlsPrivateKeyFile: $P/${NX}kubelet.key
 # No registry: locally imported images can never be pulled again, so never collect them.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
 maxPods: 60
+$extra
 YAML
-	start kubelet "$N/bin/kubelet" --config="$R/kubelet/config.yaml" --kubeconfig="$R/kubelet.kubeconfig" \
-		--root-dir="$R/kubelet" --cert-dir="$R/kubelet/pki" --node-ip="$ip" --hostname-override="$NODE" --v=1
-	wait_for kubelet 120 kc get node "$NODE"
+	start "${NX}kubelet" "$N/bin/kubelet" --config="$kd/config.yaml" --kubeconfig="$R/${NX}kubelet.kubeconfig" \
+		--root-dir="$kd" --cert-dir="$kd/pki" --node-ip="$NIP" --hostname-override="$NN" --v=1
+	wait_for "${NX}kubelet" 120 kc get node "$NN"
 }
 
 dns_up() {
 	# CoreDNS listens on the bridge's address; make the bridge now so it can bind.
 	if ! ip link show slurmtest0 >/dev/null 2>&1; then
 		ip link add slurmtest0 type bridge
-		ip addr add "$GW/24" dev slurmtest0
+		ip addr add 10.244.0.1/24 dev slurmtest0
 		ip link set slurmtest0 up
 	fi
 	mkdir -p "$R/coredns"
 	cat >"$R/coredns/Corefile" <<CF
 .:53 {
-    bind $GW
+    bind 10.244.0.1
     errors
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         kubeconfig $R/admin.kubeconfig default
@@ -271,23 +342,25 @@ CF
 }
 
 proxy_up() {
-	start kube-proxy "$N/bin/kube-proxy" --kubeconfig="$R/admin.kubeconfig" --hostname-override="$NODE" \
-		--proxy-mode=iptables --cluster-cidr=10.244.0.0/24 \
+	start "${NX}kube-proxy" "$N/bin/kube-proxy" --kubeconfig="$NADMIN" --hostname-override="$NN" \
+		--proxy-mode=iptables --cluster-cidr=10.244.0.0/16 \
 		--iptables-localhost-nodeports=false --conntrack-max-per-core=0 \
 		--conntrack-tcp-timeout-established=0 --conntrack-tcp-timeout-close-wait=0 \
 		--metrics-bind-address=127.0.0.1:10249 --healthz-bind-address=127.0.0.1:10256
-	wait_for kube-proxy 120 curl -sf http://127.0.0.1:10256/healthz
+	wait_for "${NX}kube-proxy" 120 innode curl -sf http://127.0.0.1:10256/healthz
 }
 
+# fake_gpus gives the current node GPUS stand-in GPUs: device files, the GPU Operator's
+# labels, and nvidia.com/gpu in its capacity.
 fake_gpus() {
 	local i
 	for i in $(seq 0 $((GPUS - 1))); do
 		[ -e "/dev/nvidia$i" ] || mknod -m 666 "/dev/nvidia$i" c 195 "$i"
 	done
 	[ -e /dev/nvidiactl ] || mknod -m 666 /dev/nvidiactl c 195 255
-	kc label node "$NODE" --overwrite nvidia.com/gpu.present=true nvidia.com/gpu.count="$GPUS" \
+	kc label node "$NN" --overwrite nvidia.com/gpu.present=true nvidia.com/gpu.count="$GPUS" \
 		nvidia.com/gpu.product=Stand-In-GPU nvidia.com/gpu.memory=1024 >/dev/null
-	kc patch node "$NODE" --subresource=status --type=json \
+	kc patch node "$NN" --subresource=status --type=json \
 		-p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$GPUS\"}]" >/dev/null
 }
 
@@ -309,19 +382,45 @@ up() {
 	ip=$(node_ip)
 	[ -n "$ip" ] || { log "no node address (no default route)"; exit 1; }
 	local t0=$SECONDS
+	HOST_IP=$ip
+	echo "$WORKERS" >"$R/workers"
 	pki "$ip"
+	node_vars 0
 	containerd_up
 	pause_image
 	control_plane_up "$ip"
 	dns_up
-	kubelet_up "$ip"
+	kubelet_up
 	proxy_up
-	fake_gpus
-	wait_for kubelet 120 sh -c "'$K8S/kubectl' --kubeconfig '$R/admin.kubeconfig' get node '$NODE' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+	# With worker nodes, they have the GPUs.
+	[ "$WORKERS" != 0 ] || fake_gpus
+	node_ready
 	# Pods need their namespace's default ServiceAccount, which the controller-manager makes.
 	wait_for kube-controller-manager 120 kc get serviceaccount default -n default
-	log "up in $((SECONDS - t0))s: node $NODE at $ip"
+	local i
+	for i in $(seq 1 "$WORKERS"); do
+		worker_node_up "$i"
+	done
+	log "up in $((SECONDS - t0))s: node $NODE at $ip$([ "$WORKERS" = 0 ] || echo " and $WORKERS worker nodes: $(workers_names | tr "\n" " ")")"
 	echo "$R/admin.kubeconfig"
+}
+
+# node_ready waits until the current node is Ready.
+node_ready() {
+	wait_for "${NX}kubelet" 120 sh -c "'$K8S/kubectl' --kubeconfig '$R/admin.kubeconfig' get node '$NN' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+}
+
+# import_if NODE DIR imports DIR when the current node is NODE.
+import_if() { [ "$NN" != "$1" ] || import "$2"; }
+
+# each_node CMD... runs CMD once per running node, with node_vars set.
+each_node() {
+	local i
+	for i in 0 $(seq 1 "$(cat "$R/workers" 2>/dev/null || echo 0)"); do
+		node_vars "$i"
+		alive "${NX}containerd" || continue
+		"$@"
+	done
 }
 
 import() {
@@ -346,7 +445,9 @@ down() {
 		kc delete namespace --all --wait=false >/dev/null 2>&1 || true
 		kc delete pods --all -A --grace-period=1 --timeout=60s >/dev/null 2>&1 || true
 	fi
-	local n
+	workers_down
+	node_vars 0
+	local n C=$NC
 	for n in kubelet kube-proxy coredns kube-scheduler kube-controller-manager; do stop "$n"; done
 	if [ -d "$C/runc/k8s.io" ]; then
 		for n in $("$BIN/runc" --root "$C/runc/k8s.io" list -q 2>/dev/null); do "$BIN/runc" --root "$C/runc/k8s.io" delete -f "$n" >/dev/null 2>&1 || true; done
@@ -388,10 +489,17 @@ down() {
 	log "down"
 }
 
+# The worker nodes: bring-up, stop, kill, start, cut, and their part of down.
+. "$HERE/node/nodes.sh"
+
 case ${1:-} in
 up) up ;;
 down) down ;;
-import) shift; for d in "$@"; do import "$d"; done ;;
+import) shift; for d in "$@"; do each_node import "$d"; done ;;
+import-into) shift; node=$1; shift; for d in "$@"; do each_node import_if "$node" "$d"; done ;;
 logs) echo "$L" ;;
-*) echo "usage: $0 up|down|import DIR...|logs" >&2; exit 2 ;;
+nodes) workers_names ;;
+stop | kill | start | mend) worker_cmd "$1" "${2:?which node}" ;;
+cut) worker_cmd cut "${2:?which node}" "${3:?for how many seconds}" ;;
+*) echo "usage: $0 up|down|import DIR...|import-into NODE DIR...|logs|nodes|stop NODE|kill NODE|start NODE|cut NODE SECONDS|mend NODE" >&2; exit 2 ;;
 esac
