@@ -68,6 +68,10 @@ const (
 	// ReasonWorkerPodsPending: worker pods the size wants cannot start (Kubernetes cannot
 	// place them, or their image cannot be pulled); the message says why, as Kubernetes does.
 	ReasonWorkerPodsPending = "WorkerPodsPending"
+	// ReasonWorkerNodeUnhealthy: worker pods are not ready because their Kubernetes node is
+	// not sound (not ready: lost, shut down or cut off from the API server; cordoned; short of
+	// GPUs); the message names each pod, its node and what is wrong.
+	ReasonWorkerNodeUnhealthy = "WorkerNodeUnhealthy"
 	// ReasonWorkerNodeLost: worker pods are stranded on a Kubernetes node that does not answer
 	// (Degraded); the message names each pod and its node.
 	ReasonWorkerNodeLost = "WorkerNodeLost"

@@ -22,7 +22,7 @@ import (
 // When the node is healthy again (and the worker stays: its ordinal is below the size), that
 // drain, and only that one, is lifted: an admin's drain, a scale-down's or an update's, or the
 // health check's, stays. When Slurm cannot be asked, nothing
-// is changed.
+// is changed. The worker pods such a node keeps from being ready are named in WorkersAvailable.
 func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconcileScope) error {
 	sc := s.desired
 	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
@@ -45,6 +45,9 @@ func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconc
 		name := slurmName(p)
 		if why := nodeProblem(node, podGPUs(p)); why != "" {
 			problems[name] = fmt.Sprintf("%s %s %s", slurmfacts.DrainKubernetesNode, node.Name, why)
+			if !podReady(p) {
+				s.facts.unhealthyNodeWorkers = append(s.facts.unhealthyNodeWorkers, fmt.Sprintf("pod %s: Kubernetes node %s %s", p.Name, node.Name, why))
+			}
 		} else if int32(ordinal(p)) < sc.Spec.SlurmNodes.Worker.Size {
 			healthy[name] = true
 		}

@@ -46,6 +46,10 @@ type observed struct {
 	slurmReached bool
 	// pendingWorkers name the worker pods the size wants that cannot start, and why.
 	pendingWorkers []string
+	// unhealthyNodeWorkers name the worker pods that are not ready on a Kubernetes node that
+	// is not sound (not ready: lost, shut down or cut off; cordoned; short of GPUs), with the
+	// node and what is wrong with it.
+	unhealthyNodeWorkers []string
 	// stranded are worker pods whose deletion waits for a lost Kubernetes node.
 	stranded []strandedPod
 	// stateUnreadable names the controller pods whose slurmctld stops because it cannot read

@@ -55,6 +55,12 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 				wMsg += fmt.Sprintf("; and %d more", more)
 			}
 		}
+		if !wOK && len(o.unhealthyNodeWorkers) > 0 {
+			if wReason != slurmv1alpha1.ReasonWorkerPodsPending {
+				wReason = slurmv1alpha1.ReasonWorkerNodeUnhealthy
+			}
+			wMsg += "; " + strings.Join(o.unhealthyNodeWorkers, "; ")
+		}
 		set(slurmv1alpha1.ConditionWorkersAvailable, wOK, wReason, wMsg)
 		lOK, lReason, lMsg := statefulSetCondition(o.login, "login")
 		set(slurmv1alpha1.ConditionLoginAvailable, lOK, lReason, lMsg)

@@ -66,6 +66,18 @@ func TestComputeStatus(t *testing.T) {
 			}},
 		{name: "no worker ready is not Available", wantAvail: metav1.ConditionFalse, wantReason: "NoWorkerReady",
 			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) { o.worker = sts(2, 0) }},
+		{name: "a worker not ready on a lost Kubernetes node is named with the node, the cluster still Available", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
+				o.worker = sts(2, 1)
+				o.unhealthyNodeWorkers = []string{"pod demo-worker-1: Kubernetes node gpu-7 is not ready"}
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionWorkersAvailable)
+				if c == nil || c.Status != metav1.ConditionFalse || c.Reason != slurmv1alpha1.ReasonWorkerNodeUnhealthy ||
+					c.Message != "1/2 worker pods ready; pod demo-worker-1: Kubernetes node gpu-7 is not ready" {
+					t.Errorf("WorkersAvailable: %+v", c)
+				}
+			}},
 		{name: "a render error is this generation's status: Degraded says it", wantAvail: metav1.ConditionFalse, wantReason: "RenderFailed",
 			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
 				o.renderErr = errString("volume source x is missing")
