@@ -60,6 +60,24 @@ func unescapeMountinfo(s string) string {
 
 // Setup makes the mounts. It is idempotent within one mount namespace.
 func Setup(cfg Config, logf func(string, ...any)) error {
+	return explainDenied(setup(cfg, logf), os.Geteuid() == 0)
+}
+
+// explainDenied says what a write refused to root in the jail most likely means: root is
+// never denied access to a local file (mount failures are EPERM, a read-only file system
+// EROFS), but a network file system that performs root's requests as another user (an NFS
+// export with root_squash) answers EACCES.
+func explainDenied(err error, root bool) error {
+	if err == nil || !root || !errors.Is(err, unix.EACCES) {
+		return err
+	}
+	return fmt.Errorf("%w: root may not write in the jail: its file system performs root's requests as another user "+
+		"(an NFS export with root_squash or all_squash does). Every pod makes the mountpoints and links the jail lacks "+
+		"(Slurm's paths, sub-mounts, the GPU driver's libraries), so the jail's export needs no_root_squash "+
+		"(or the file system's equivalent) for the nodes; see docs/install.md (storage)", err)
+}
+
+func setup(cfg Config, logf func(string, ...any)) error {
 	if err := CheckPopulated(cfg.Jail); err != nil {
 		return err
 	}

@@ -1,11 +1,15 @@
 package jailexec
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
@@ -151,4 +155,23 @@ func overlayJail(t *testing.T, rootfs string) (dir, bin, jail, mountJail string)
 mount -t overlay overlay -o lowerdir=` + rootfs + `,upperdir=` + dir + `/upper,workdir=` + dir + `/work ` + jail + `
 touch ` + jail + `/` + slurmfacts.JailMarkerFile
 	return dir, bin, jail, mountJail
+}
+
+func TestARefusedWriteAsRootIsExplainedAsASquashedRoot(t *testing.T) {
+	denied := fmt.Errorf("bind a on b: %w", &os.PathError{Op: "mkdir", Path: "/jail/usr/bin/srun", Err: unix.EACCES})
+	err := explainDenied(denied, true)
+	if !errors.Is(err, unix.EACCES) || !strings.Contains(err.Error(), "no_root_squash") || !strings.Contains(err.Error(), "/jail/usr/bin/srun") {
+		t.Errorf("EACCES as root: %v; want the path, the cause kept and no_root_squash named", err)
+	}
+	if got := explainDenied(denied, false); got != denied {
+		t.Errorf("EACCES when not running as root: %v, want it unchanged", got)
+	}
+	for name, err := range map[string]error{
+		"a mount refused (EPERM)": fmt.Errorf("bind: %w", unix.EPERM),
+		"a read-only file system": fmt.Errorf("mkdir: %w", unix.EROFS),
+	} {
+		if got := explainDenied(err, true); got != err {
+			t.Errorf("%s: %v, want it unchanged", name, got)
+		}
+	}
 }

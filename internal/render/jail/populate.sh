@@ -32,6 +32,20 @@ if [ ! -e "$MARKER" ]; then
     exit 1
   fi
 fi
+# Root must create files in the jail and give them their owners (slurm, munge, setuid-root
+# sudo). A file system that performs root's requests as another user (an NFS export with
+# root_squash or all_squash) would refuse part of the copy and leave a jail that is neither
+# whole nor owned right: find that out before copying anything.
+if [ "$(id -u)" = 0 ]; then
+  probe="$JAIL/.slurm-operator-root-probe"
+  rm -f "$probe" 2>/dev/null || true
+  if ! touch "$probe" 2>/dev/null || [ "$(stat -c %u "$probe")" != 0 ] || ! chown 64030:64030 "$probe" 2>/dev/null; then
+    rm -f "$probe" 2>/dev/null || true
+    echo "the jail volume does not let root create files as root and give them owners: its file system performs root's requests as another user (an NFS export with root_squash or all_squash does). Populating needs the export's no_root_squash (or the file system's equivalent) for root from the nodes; nothing was copied. See docs/install.md (storage)." >&2
+    exit 1
+  fi
+  rm -f "$probe"
+fi
 echo "populating the jail from $SOURCE"
 rm -f "$MARKER"
 cp -a "$SOURCE"/. "$JAIL"/

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
@@ -176,5 +177,51 @@ func TestOverwriteNeverReplacesAJailWithDataButNoMarker(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dst, "etc", "os-release")); err == nil {
 		t.Fatal("the image was copied over it")
+	}
+}
+
+// rootSquashed runs the populate script as root in a user namespace whose root is nobody
+// (65534) outside: the kernel then checks and owns root's writes as nobody's, which is what
+// an NFS server exporting with root_squash does with a client's root.
+func rootSquashed(t *testing.T, source, jailDir string) (string, error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mapping root to nobody in a user namespace needs root")
+	}
+	cmd := exec.Command("/bin/sh", "-c", jail.PopulateScript)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		Credential:  &syscall.Credential{Uid: 0, Gid: 0},
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 65534, Size: 1}},
+	}
+	cmd.Env = append(os.Environ(), "SOURCE="+source, "JAIL="+jailDir, "OVERWRITE=false", "REQUEST=squashed", "MARKER="+slurmfacts.JailMarkerFile)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestASquashedRootIsRefusedBeforeAnythingIsCopied(t *testing.T) {
+	for name, owner := range map[string]int{"the export's root owned by root": 0, "the export's root owned by nobody": 65534} {
+		t.Run(name, func(t *testing.T) {
+			src, dst := setup(t)
+			if err := os.Chmod(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(dst, owner, owner); err != nil {
+				t.Fatal(err)
+			}
+			// The source must be readable by nobody, as the image's files are.
+			if err := os.Chmod(filepath.Dir(src), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out, err := rootSquashed(t, src, dst)
+			if err == nil || !strings.Contains(out, "no_root_squash") || !strings.Contains(out, "nothing was copied") {
+				t.Fatalf("populate on a squashed root: %v\n%s\nwant a refusal naming no_root_squash", err, out)
+			}
+			left, _ := os.ReadDir(dst)
+			if len(left) != 0 {
+				t.Errorf("the refused populate left %d entries in the jail (%v): it must copy nothing", len(left), left[0].Name())
+			}
+		})
 	}
 }
