@@ -71,7 +71,7 @@ test: check-generated lint test-assets slurm-rootfs node-assets $(PROMTOOL) ## R
 	$(MAKE) test-node
 
 .PHONY: test-node
-test-node: node-assets ## The node test: images, a real one-node Kubernetes, the chart, ssh, jobs (needs root).
+test-node: node-assets ## The node tests: images, a real one-node and a three-node Kubernetes, the chart, ssh, jobs, node faults (needs root).
 	NODE_TEST=1 go test -count=1 -timeout 60m -v ./test/node/
 
 .PHONY: test-slurm

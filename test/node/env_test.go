@@ -35,6 +35,8 @@ type env struct {
 	login string
 	// pollEvery, when set, is how often waitFor looks.
 	pollEvery time.Duration
+	// nodeEnv is hack/node.sh's settings (NODE_WORKERS=2), for every command the test runs.
+	nodeEnv []string
 }
 
 // lockNode holds the node's lock until the test ends: the node is one per machine (its
@@ -60,23 +62,28 @@ func lockNode(t testing.TB) {
 }
 
 // startNode builds the images, starts the node (torn down when the test ends, unless
-// NODE_KEEP is set) and imports the images; it returns the env with root's key made.
-func startNode(t testing.TB) *env {
+// NODE_KEEP is set) and imports the images; it returns the env with root's key made. nodeEnv
+// are hack/node.sh's settings (NODE_WORKERS=2 for worker nodes).
+func startNode(t testing.TB, nodeEnv ...string) *env {
 	if os.Getenv("NODE_TEST") == "" {
 		t.Skip("set NODE_TEST=1 (make test does) to run on a real node; it needs root")
 	}
 	if os.Geteuid() != 0 {
 		t.Fatal("the node test needs root")
 	}
-	e := &env{t: t}
+	e := &env{t: t, nodeEnv: nodeEnv}
 	e.root, _ = filepath.Abs(filepath.Join("..", ".."))
 	e.assets = strings.TrimSpace(e.sh("", "hack/test-assets.sh", "--print-dir"))
 
 	// Images first: a failed build should not leave a node behind.
-	var layouts []string
+	var layouts, workerLayouts []string
 	for _, line := range strings.Split(strings.TrimSpace(e.sh("", "hack/images.sh")), "\n") {
 		if f := strings.Fields(line); len(f) == 2 {
 			layouts = append(layouts, f[1])
+			// What a worker pod runs: slurmd and munged.
+			if strings.Contains(f[0], "/slurmd:") || strings.Contains(f[0], "/munge:") {
+				workerLayouts = append(workerLayouts, f[1])
+			}
 		}
 	}
 	if len(layouts) < 9 {
@@ -95,7 +102,16 @@ func startNode(t testing.TB) *env {
 		}
 	})
 	e.kubeconfig = strings.TrimSpace(lastLine(e.sh("", "hack/node.sh", "up")))
-	e.sh("", append([]string{"hack/node.sh", "import"}, layouts...)...)
+	// With worker nodes, they get only what a worker pod runs (their taint keeps every other
+	// pod off them); the control-plane node gets every image.
+	if nodes := strings.Fields(e.sh("", "hack/node.sh", "nodes")); len(nodes) > 0 {
+		e.sh("", append([]string{"hack/node.sh", "import-into", "slurm-test-node"}, layouts...)...)
+		for _, n := range nodes {
+			e.sh("", append([]string{"hack/node.sh", "import-into", n}, workerLayouts...)...)
+		}
+	} else {
+		e.sh("", append([]string{"hack/node.sh", "import"}, layouts...)...)
+	}
 
 	e.key = filepath.Join(t.TempDir(), "id_ed25519")
 	e.pub = writeKey(t, e.key)
@@ -106,21 +122,25 @@ func startNode(t testing.TB) *env {
 
 // installAll does the document's section 2.1 on the node: the claims and the database, the
 // operator chart, then helm-slurm-cluster with the document's values, until Available.
-func (e *env) installAll() {
+func (e *env) installAll(values ...string) {
 	e.t.Helper()
 	e.kubectlIn(storageManifests(), "apply", "-f", "-")
 	e.helm("install", "slurm-operator", filepath.Join(e.root, "charts/slurm-operator"),
 		"-n", "slurm-system", "--create-namespace", "--set", "image.pullPolicy=Never", "--wait", "--timeout", "5m")
-	e.installCluster([]string{e.pub})
+	e.installCluster([]string{e.pub}, values...)
 }
 
-// installCluster installs helm-slurm-cluster with the document's values and root's keys,
-// waits until the cluster is Available, and notes the login Service's address.
-func (e *env) installCluster(keys []string) {
+// installCluster installs helm-slurm-cluster with the document's values (then the files in
+// values, under test/node/testdata) and root's keys, waits until the cluster is Available, and
+// notes the login Service's address.
+func (e *env) installCluster(keys []string, values ...string) {
 	e.t.Helper()
-	e.helm("install", cluster, filepath.Join(e.root, "charts/helm-slurm-cluster"), "-n", ns,
-		"-f", filepath.Join(e.root, "test/node/testdata/values.yaml"),
-		"--set-json", "slurmNodes.login.sshRootPublicKeys="+jsonList(keys))
+	args := []string{"install", cluster, filepath.Join(e.root, "charts/helm-slurm-cluster"), "-n", ns,
+		"-f", filepath.Join(e.root, "test/node/testdata/values.yaml")}
+	for _, v := range values {
+		args = append(args, "-f", filepath.Join(e.root, "test/node/testdata", v))
+	}
+	e.helm(append(args, "--set-json", "slurmNodes.login.sshRootPublicKeys="+jsonList(keys))...)
 	e.waitFor(15*time.Minute, "SlurmCluster Available", func() (bool, string) {
 		out, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o",
 			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
@@ -186,6 +206,7 @@ func (e *env) run(ctx context.Context, stdin string, name string, args ...string
 	cmd.Dir = e.root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.kubeconfig,
 		"HELM_CACHE_HOME="+filepath.Join(os.TempDir(), "node-test-helm"), "HELM_CONFIG_HOME="+filepath.Join(os.TempDir(), "node-test-helm"))
+	cmd.Env = append(cmd.Env, e.nodeEnv...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}

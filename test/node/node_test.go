@@ -3,8 +3,9 @@
 // hack/images.sh, the claims created first, the operator installed with its Helm chart, the
 // cluster with helm-slurm-cluster and the document's values, then each of its workflows (users,
 // SSH, jobs, scaling, the shared root and sub-mounts, health checks, self-healing, migration).
-// docs/e2e.md maps the document's sections to these steps. It needs root; `make test` runs it
-// with NODE_TEST=1.
+// docs/e2e.md maps the document's sections to these steps. TestSlurmClusterOnSeveralNodes
+// (nodes_test.go) runs the workflows again on a three-node Kubernetes, then the faults only
+// several nodes show. It needs root; `make test` runs it with NODE_TEST=1.
 package node
 
 import (
@@ -21,7 +22,6 @@ import (
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/metricstest"
-	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 )
 
 // ns and cluster are the document's names: namespace fpt-hpc, Helm release and cluster fpt-hpc.
@@ -103,12 +103,7 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 	// 4.6.
 	t.Run("ssh -J through the login Service reaches login-1 and worker-1 by their Slurm names", func(t *testing.T) {
 		e := e.with(t)
-		for node, host := range map[string]string{"login-0": cluster + "-login-0", "login-1": cluster + "-login-1", "worker-1": cluster + "-worker-1"} {
-			out, err := e.sshJump(node, "hostname")
-			if err != nil || strings.TrimSpace(out) != host {
-				t.Errorf("ssh -J root@<login Service> root@%s hostname: %v %q, want %q", node, err, out, host)
-			}
-		}
+		e.checkSSHJump()
 	})
 
 	t.Run("the jail has no Slurm of its own: the login's and workers' Slurm is their images', shown at Slurm's paths, the controller's version", func(t *testing.T) {
@@ -136,11 +131,7 @@ findmnt -n -o TARGET /usr/bin/srun; findmnt -n -o TARGET /usr/lib/x86_64-linux-g
 	// 2.1, "Run checks", and 2.2.
 	t.Run("srun --nodes=2 --gres=gpu:1 nvidia-smi -L lists one GPU on each worker", func(t *testing.T) {
 		e := e.with(t)
-		out := e.onLogin("srun --nodes=2 --gres=gpu:1 nvidia-smi -L | sort")
-		want := "GPU 0: Stand-In GPU (UUID: GPU-" + cluster + "-worker-0-0)\nGPU 0: Stand-In GPU (UUID: GPU-" + cluster + "-worker-1-0)"
-		if strings.TrimSpace(out) != want {
-			t.Fatalf("srun --nodes=2 --gres=gpu:1 nvidia-smi -L:\n%s\nwant:\n%s", out, want)
-		}
+		e.checkTwoNodeGPUs()
 	})
 
 	t.Run("salloc with --mem and --time gets that memory, time and GPU", func(t *testing.T) {
@@ -155,42 +146,14 @@ findmnt -n -o TARGET /usr/bin/srun; findmnt -n -o TARGET /usr/lib/x86_64-linux-g
 
 	t.Run("the minGPT-style sbatch trains on two nodes with srun and writes log.out; squeue, scontrol and sacct show it", func(t *testing.T) {
 		e := e.with(t)
-		dir := "/shared/examples/distributed/minGPT-ddp"
-		e.onLogin("mkdir -p " + dir + "/mingpt/slurm && cd " + dir +
-			" && cat > mingpt/main.py <<'PY'\n" + trainPy + "PY\ncat > mingpt/slurm/sbatch_run.sh <<'SB'\n" + sbatchRun(dir) + "SB\n")
-		id := strings.TrimSpace(e.onLogin("cd " + dir + " && sbatch --parsable mingpt/slurm/sbatch_run.sh"))
-		e.waitFor(time.Minute, "job "+id+" in squeue or done", func() (bool, string) {
-			out, _ := e.sshErr(e.login, "squeue -h -j "+id+" -o '%i %T %D'; sacct -n -X -P -j "+id+" -o State")
-			return strings.Contains(out, id+" RUNNING 2") || strings.Contains(out, "COMPLETED"), out
-		})
-		show := e.onLogin("scontrol show job " + id)
-		if !strings.Contains(show, "NumNodes=2") || !strings.Contains(show, "JobName=mingpt") {
-			t.Errorf("scontrol show job %s:\n%s", id, show)
-		}
-		e.waitFor(3*time.Minute, "job "+id+" COMPLETED in sacct", func() (bool, string) {
-			out, _ := e.sshErr(e.login, "sacct -n -P -j "+id+" -o JobID,State,ExitCode,NNodes")
-			return strings.Contains(out, id+"|COMPLETED|0:0|2") && strings.Contains(out, id+".0|COMPLETED|0:0|2"), out
-		})
-		log := e.onLogin("cat " + dir + "/log.out")
-		for _, want := range []string{"rank 0 of 2 on " + cluster + "-worker-0", "rank 1 of 2 on " + cluster + "-worker-1", "rank 0: done, loss"} {
-			if !strings.Contains(log, want) {
-				t.Errorf("want %q in log.out:\n%s", want, log)
-			}
-		}
+		e.checkMinGPT()
 	})
 
 	t.Run("srun starts a two-node MPI program over PMIx: mpi4py ranks 0 and 1 of 2 allreduce across the workers", func(t *testing.T) {
 		e := e.with(t)
-		e.onLogin("cat > /root/mpi_hello.py <<'EOF'\n" + slurmtest.MPIHello + "\nEOF")
-		for _, cmd := range []string{"srun -N2 --ntasks-per-node=1 python3 /root/mpi_hello.py", "srun --mpi=pmix -N2 --ntasks-per-node=1 python3 /root/mpi_hello.py"} {
-			out := e.onLogin(cmd + " | sort")
-			lines := strings.Split(strings.TrimSpace(out), "\n")
-			if len(lines) != 2 || !strings.HasPrefix(lines[0], "0 2 1 "+cluster+"-worker-") || !strings.HasPrefix(lines[1], "1 2 1 "+cluster+"-worker-") ||
-				strings.Fields(lines[0])[3] == strings.Fields(lines[1])[3] {
-				t.Errorf("%s:\n%s\nwant ranks 0 and 1 of 2 on two workers, each with the sum 1", cmd, out)
-			}
-		}
+		e.checkMPI()
 	})
+	t.Run("a two-node srun's time from the login node, on one node", func(t *testing.T) { e.with(t).logTwoNodeStart("workers on one node") })
 
 	t.Run("a two-step batch job is COMPLETED in sacct with its exit code", func(t *testing.T) {
 		e := e.with(t)

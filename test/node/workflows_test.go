@@ -1,0 +1,105 @@
+package node
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
+)
+
+// The user document's workflows that both node tests run: on one node, and with the workers on
+// nodes of their own.
+
+// checkSSHJump: `ssh -J root@<login Service> root@<node>` reaches login-1 and worker-1 by their
+// Slurm names.
+func (e *env) checkSSHJump() {
+	t := e.t
+	t.Helper()
+	for node, host := range map[string]string{"login-0": cluster + "-login-0", "login-1": cluster + "-login-1", "worker-1": cluster + "-worker-1"} {
+		out, err := e.sshJump(node, "hostname")
+		if err != nil || strings.TrimSpace(out) != host {
+			t.Errorf("ssh -J root@<login Service> root@%s hostname: %v %q, want %q", node, err, out, host)
+		}
+	}
+}
+
+// checkTwoNodeGPUs: srun --nodes=2 --gres=gpu:1 nvidia-smi -L lists one GPU on each worker.
+func (e *env) checkTwoNodeGPUs() {
+	t := e.t
+	t.Helper()
+	out := e.onLogin("srun --nodes=2 --gres=gpu:1 nvidia-smi -L | sort")
+	want := "GPU 0: Stand-In GPU (UUID: GPU-" + cluster + "-worker-0-0)\nGPU 0: Stand-In GPU (UUID: GPU-" + cluster + "-worker-1-0)"
+	if strings.TrimSpace(out) != want {
+		t.Fatalf("srun --nodes=2 --gres=gpu:1 nvidia-smi -L:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// checkMinGPT: the document's minGPT-style sbatch trains on two nodes with srun and writes
+// log.out in the shared root; squeue, scontrol and sacct show it.
+func (e *env) checkMinGPT() {
+	t := e.t
+	t.Helper()
+	dir := "/shared/examples/distributed/minGPT-ddp"
+	e.onLogin("mkdir -p " + dir + "/mingpt/slurm && cd " + dir +
+		" && cat > mingpt/main.py <<'PY'\n" + trainPy + "PY\ncat > mingpt/slurm/sbatch_run.sh <<'SB'\n" + sbatchRun(dir) + "SB\n")
+	id := strings.TrimSpace(e.onLogin("cd " + dir + " && sbatch --parsable mingpt/slurm/sbatch_run.sh"))
+	e.waitFor(time.Minute, "job "+id+" in squeue or done", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "squeue -h -j "+id+" -o '%i %T %D'; sacct -n -X -P -j "+id+" -o State")
+		return strings.Contains(out, id+" RUNNING 2") || strings.Contains(out, "COMPLETED"), out
+	})
+	show := e.onLogin("scontrol show job " + id)
+	if !strings.Contains(show, "NumNodes=2") || !strings.Contains(show, "JobName=mingpt") {
+		t.Errorf("scontrol show job %s:\n%s", id, show)
+	}
+	e.waitFor(3*time.Minute, "job "+id+" COMPLETED in sacct", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "sacct -n -P -j "+id+" -o JobID,State,ExitCode,NNodes")
+		return strings.Contains(out, id+"|COMPLETED|0:0|2") && strings.Contains(out, id+".0|COMPLETED|0:0|2"), out
+	})
+	log := e.onLogin("cat " + dir + "/log.out")
+	for _, want := range []string{"rank 0 of 2 on " + cluster + "-worker-0", "rank 1 of 2 on " + cluster + "-worker-1", "rank 0: done, loss"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("want %q in log.out:\n%s", want, log)
+		}
+	}
+}
+
+// checkMPI: srun starts a two-node MPI program, with and without PMIx: mpi4py ranks 0 and 1 of
+// 2 allreduce across the workers.
+func (e *env) checkMPI() {
+	t := e.t
+	t.Helper()
+	e.onLogin("cat > /root/mpi_hello.py <<'EOF'\n" + slurmtest.MPIHello + "\nEOF")
+	for _, cmd := range []string{"srun -N2 --ntasks-per-node=1 python3 /root/mpi_hello.py", "srun --mpi=pmix -N2 --ntasks-per-node=1 python3 /root/mpi_hello.py"} {
+		out := e.onLogin(cmd + " | sort")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "0 2 1 "+cluster+"-worker-") || !strings.HasPrefix(lines[1], "1 2 1 "+cluster+"-worker-") ||
+			strings.Fields(lines[0])[3] == strings.Fields(lines[1])[3] {
+			t.Errorf("%s:\n%s\nwant ranks 0 and 1 of 2 on two workers, each with the sum 1", cmd, out)
+		}
+	}
+}
+
+// logTwoNodeStart logs how long a two-node `srun true` takes from the login node, start to
+// end (its allocation, launch on both nodes and teardown), as the median of five, timed on the
+// login node so that ssh is not counted. It asserts only that each run succeeds: the figure is
+// for docs/performance.md.
+func (e *env) logTwoNodeStart(where string) {
+	t := e.t
+	t.Helper()
+	out := e.onLogin(`for i in 1 2 3 4 5; do s=$(date +%s%N); srun -N2 true || exit 1; echo $(( ($(date +%s%N) - s) / 1000000 )); done`)
+	var ms []int
+	for _, f := range strings.Fields(out) {
+		var v int
+		if _, err := fmt.Sscan(f, &v); err != nil {
+			t.Fatalf("srun -N2 true, timed: %q", out)
+		}
+		ms = append(ms, v)
+	}
+	if len(ms) != 5 {
+		t.Fatalf("srun -N2 true, timed five times: %q", out)
+	}
+	sort.Ints(ms)
+	t.Logf("a two-node srun true from the login node, %s: median %d ms of 5 (%v)", where, ms[2], ms)
+}
