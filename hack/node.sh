@@ -441,7 +441,12 @@ stop() {
 down() {
 	[ -d "$R" ] || { log "nothing to stop"; return 0; }
 	if alive kube-apiserver && alive kubelet; then
-		# Let the kubelet stop the pods properly (CNI teardown, unmounts).
+		# Pods on a node that does not answer (killed, cut off) would never finish: they go at
+		# once. The kubelets that answer stop theirs properly (CNI teardown, unmounts).
+		local lost
+		for lost in $(kc get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | awk '$2 != "True" {print $1}'); do
+			kc delete pods -A --field-selector "spec.nodeName=$lost" --force --grace-period=0 >/dev/null 2>&1 || true
+		done
 		kc delete namespace --all --wait=false >/dev/null 2>&1 || true
 		kc delete pods --all -A --grace-period=1 --timeout=60s >/dev/null 2>&1 || true
 	fi

@@ -80,8 +80,9 @@ func startNode(t testing.TB, nodeEnv ...string) *env {
 	for _, line := range strings.Split(strings.TrimSpace(e.sh("", "hack/images.sh")), "\n") {
 		if f := strings.Fields(line); len(f) == 2 {
 			layouts = append(layouts, f[1])
-			// What a worker pod runs: slurmd and munged.
-			if strings.Contains(f[0], "/slurmd:") || strings.Contains(f[0], "/munge:") {
+			// What a worker pod runs (slurmd and munged), and slurmctld, which the three-node
+			// test moves to a GPU node.
+			if strings.Contains(f[0], "/slurmd:") || strings.Contains(f[0], "/munge:") || strings.Contains(f[0], "/slurmctld:") {
 				workerLayouts = append(workerLayouts, f[1])
 			}
 		}
@@ -102,8 +103,8 @@ func startNode(t testing.TB, nodeEnv ...string) *env {
 		}
 	})
 	e.kubeconfig = strings.TrimSpace(lastLine(e.sh("", "hack/node.sh", "up")))
-	// With worker nodes, they get only what a worker pod runs (their taint keeps every other
-	// pod off them); the control-plane node gets every image.
+	// With worker nodes, they get only what a worker or controller pod runs (their taint keeps
+	// every other pod off them); the control-plane node gets every image.
 	if nodes := strings.Fields(e.sh("", "hack/node.sh", "nodes")); len(nodes) > 0 {
 		e.sh("", append([]string{"hack/node.sh", "import-into", "slurm-test-node"}, layouts...)...)
 		for _, n := range nodes {

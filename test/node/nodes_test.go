@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -173,9 +174,59 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 		})
 		e.waitWorkerBack("worker-1")
 	})
+
+	// Last: it leaves a node out of service.
+	t.Run("the controller's node lost: declared out of service, slurmctld comes back on another node from its spool claim with the running and the queued job", func(t *testing.T) {
+		e := e.with(t)
+		// slurmctld moves to the GPU nodes (its filter changed as with kubectl edit): a
+		// controller rescheduled to another node reads its state from the claim.
+		held := strings.TrimSpace(e.onLogin("sbatch --parsable --hold -J held --wrap true"))
+		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"controller":{"k8sNodeFilterName":"gpu"}}}}`)
+		e.waitFor(3*time.Minute, "slurmctld on a GPU node", func() (bool, string) {
+			out, _ := e.kubectl("get", "pod", cluster+"-controller-0", "-n", ns, "-o", `jsonpath={.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}`)
+			return strings.HasPrefix(out, "slurm-test-node-") && strings.HasSuffix(out, " True"), out
+		})
+		lost := e.nodeOf("controller-0")
+		survivor := "worker-0"
+		if e.nodeOf("worker-0") == lost {
+			survivor = "worker-1"
+		}
+		e.waitFor(2*time.Minute, "slurmctld answering, job "+held+" still held", func() (bool, string) {
+			out, _ := e.sshErr(e.login, "squeue -h -j "+held+" -o '%T %r'")
+			return strings.TrimSpace(out) == "PENDING JobHeldUser", out
+		})
+		running := strings.TrimSpace(e.onLogin("sbatch --parsable -w " + survivor + " -J outlives-ctld --wrap 'sleep 90'"))
+		e.waitJobState(running, "RUNNING")
+
+		e.sh("", "hack/node.sh", "kill", lost)
+		e.waitFor(2*time.Minute, lost+" not ready", func() (bool, string) {
+			out, _ := e.kubectl("get", "node", lost, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+			return strings.TrimSpace(out) != "True", out
+		})
+		// The admin declares the node gone, as docs/reliability.md says: Kubernetes deletes its
+		// pods and the StatefulSet makes slurmctld again elsewhere.
+		e.kubectlOK("taint", "node", lost, "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+		e.waitFor(4*time.Minute, "slurmctld ready on another node", func() (bool, string) {
+			out, _ := e.kubectl("get", "pod", cluster+"-controller-0", "-n", ns, "-o", `jsonpath={.spec.nodeName} {.status.conditions[?(@.type=="Ready")].status}`)
+			return strings.HasPrefix(out, "slurm-test-node-") && !strings.HasPrefix(out, lost+" ") && strings.HasSuffix(out, " True"), out
+		})
+		e.waitFor(2*time.Minute, "the running and the held job kept by the new slurmctld", func() (bool, string) {
+			out, _ := e.sshErr(e.login, "squeue -h -j "+running+","+held+" -o '%i %T' | sort")
+			want := []string{running + " RUNNING", held + " PENDING"}
+			sort.Strings(want)
+			return strings.TrimSpace(out) == strings.Join(want, "\n"), out
+		})
+		e.waitFor(3*time.Minute, "job "+running+" COMPLETED", func() (bool, string) {
+			out, _ := e.sshErr(e.login, "sacct -n -P -X -j "+running+" -o State,ExitCode")
+			return strings.TrimSpace(out) == "COMPLETED|0:0", out
+		})
+		if out, err := e.sshErr(e.login, "timeout 60 sbatch --wait -w "+survivor+" -o /dev/null --wrap true && echo ran"); err != nil || !strings.HasSuffix(strings.TrimSpace(out), "ran") {
+			t.Errorf("a batch job on %s under the new slurmctld: %v\n%s", survivor, err, out)
+		}
+	})
 }
 
-// nodeOf is the Kubernetes node a worker's pod runs on.
+// nodeOf is the Kubernetes node a worker's (or controller-0's) pod runs on.
 func (e *env) nodeOf(worker string) string {
 	e.t.Helper()
 	node := strings.TrimSpace(e.kubectlOK("get", "pod", cluster+"-"+worker, "-n", ns, "-o", "jsonpath={.spec.nodeName}"))
