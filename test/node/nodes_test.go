@@ -197,6 +197,11 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 		})
 		running := strings.TrimSpace(e.onLogin("sbatch --parsable -w " + survivor + " -J outlives-ctld --wrap 'sleep 90'"))
 		e.waitJobState(running, "RUNNING")
+		// slurmctld writes its state a few seconds after a change, not at once: a job that
+		// started just before slurmctld dies is read back PENDING and killed when its node
+		// registers (seen here: "Registered PENDING JobId=… on node", then "Job credential
+		// revoked"). Lose the node once the start is saved.
+		time.Sleep(10 * time.Second)
 
 		e.sh("", "hack/node.sh", "kill", lost)
 		e.waitFor(2*time.Minute, lost+" not ready", func() (bool, string) {
