@@ -27,21 +27,14 @@ export CEPH_CONF=$CONF
 
 log() { echo "cephfs: $*" >&2; }
 ceph_() { ceph -c "$CONF" -k "$D/admin.keyring" -n client.admin --connect-timeout 20 "$@"; }
-alive() { [ -f "$D/$1.pid" ] && kill -0 "$(cat "$D/$1.pid")" 2>/dev/null; }
+alive() { pid_alive "$D/$1.pid"; }
 start() {
 	local n=$1
 	shift
 	"$@" >"$D/log/$n.out" 2>&1 &
 	echo $! >"$D/$n.pid"
 }
-stop() {
-	alive "$1" || return 0
-	local p i
-	p=$(cat "$D/$1.pid")
-	kill "$p" 2>/dev/null || true
-	for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.5; done
-	kill -9 "$p" 2>/dev/null || true
-}
+stop() { pid_stop "$D/$1.pid"; }
 wait_for() {
 	local what=$1 tries=$2 i
 	shift 2

@@ -57,3 +57,16 @@ need_debs() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
 		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
 }
+
+# pid_alive FILE says whether the process whose pid FILE holds runs.
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# pid_stop FILE stops the process whose pid FILE holds: SIGTERM, then SIGKILL after 20 s.
+pid_stop() {
+	pid_alive "$1" || return 0
+	local p i
+	p=$(cat "$1")
+	kill "$p" 2>/dev/null || true
+	for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.5; done
+	kill -9 "$p" 2>/dev/null || true
+}

@@ -50,7 +50,7 @@ export PATH=$BIN:$K8S:$PATH
 
 log() { echo "node: $*" >&2; }
 kc() { "$K8S/kubectl" --kubeconfig "$R/admin.kubeconfig" "$@"; }
-alive() { [ -f "$R/$1.pid" ] && kill -0 "$(cat "$R/$1.pid")" 2>/dev/null; }
+alive() { pid_alive "$R/$1.pid"; }
 # start runs a command in the background in the network namespace of the node node_vars set
 # last, its output in $L/NAME.log and its pid in $R/NAME.pid.
 start() {
@@ -429,14 +429,7 @@ import() {
 	tar -C "$dir" -cf - . | "$BIN/ctr" --address "$SOCK" -n k8s.io images import --no-unpack=false - >/dev/null
 }
 
-stop() {
-	alive "$1" || return 0
-	local p i
-	p=$(cat "$R/$1.pid")
-	kill "$p" 2>/dev/null || true
-	for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.5; done
-	kill -9 "$p" 2>/dev/null || true
-}
+stop() { pid_stop "$R/$1.pid"; }
 
 down() {
 	[ -d "$R" ] || { log "nothing to stop"; return 0; }

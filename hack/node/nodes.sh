@@ -129,6 +129,10 @@ node_kill() {
 	for n in kubelet kube-proxy containerd; do
 		alive "$NX$n" && kill -9 "$(cat "$R/$NX$n.pid")" 2>/dev/null
 	done
+	# Gone, not only signalled: a start right after must not find them still there.
+	for n in kubelet kube-proxy containerd; do
+		for p in $(seq 1 50); do alive "$NX$n" || break; sleep 0.1; done
+	done
 	for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $SOCK" || true); do kill -9 "$p" 2>/dev/null || true; done
 	local i
 	for i in $(seq 1 20); do

@@ -71,7 +71,7 @@ func explainDenied(err error, root bool) error {
 	if err == nil || !root || !errors.Is(err, unix.EACCES) {
 		return err
 	}
-	return fmt.Errorf("%w: root may not write in the jail: its file system performs root's requests as another user "+
+	return fmt.Errorf("%w: root may not write in the jail: most likely its file system performs root's requests as another user "+
 		"(an NFS export with root_squash or all_squash does). Every pod makes the mountpoints and links the jail lacks "+
 		"(Slurm's paths, sub-mounts, the GPU driver's libraries), so the jail's export needs no_root_squash "+
 		"(or the file system's equivalent) for the nodes; see docs/install.md (storage)", err)

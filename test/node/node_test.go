@@ -415,25 +415,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 
 	t.Run("a user added with adduser logs in with their own key, has one home everywhere, runs srun -N2 as themselves and ssh's to worker-1", func(t *testing.T) {
 		e := e.with(t)
-		key := filepath.Join(t.TempDir(), "alice")
-		pub := writeKey(t, key)
-		e.onLogin(fmt.Sprintf(`adduser --disabled-password --comment "" alice >/dev/null &&
-install -d -m 0700 -o alice -g alice /home/alice/.ssh &&
-echo %q > /home/alice/.ssh/authorized_keys && chown alice:alice /home/alice/.ssh/authorized_keys && chmod 0600 /home/alice/.ssh/authorized_keys`, pub))
-		out, err := e.sshAs(key, "alice@"+e.login, `id -un; srun -N2 sh -c 'echo "$(id -un) $(hostname) $HOME $(stat -c %U $HOME)"' | sort`)
-		if err != nil {
-			t.Fatalf("alice: %v\n%s", err, out)
-		}
-		want := "alice\nalice " + cluster + "-worker-0 /home/alice alice\nalice " + cluster + "-worker-1 /home/alice alice"
-		if strings.TrimSpace(out) != want {
-			t.Fatalf("alice's session and jobs:\n%s\nwant:\n%s", out, want)
-		}
-		// Within the cluster, alice uses a key of her own (her home is the same on every node).
-		out, err = e.sshAs(key, "alice@"+e.login, `ssh-keygen -q -t ed25519 -N "" -f ~/.ssh/id_ed25519 && cat ~/.ssh/id_ed25519.pub >> ~/.ssh/authorized_keys &&
-ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worker-1 'id -un; hostname'`)
-		if err != nil || strings.TrimSpace(out) != "alice\n"+cluster+"-worker-1" {
-			t.Fatalf("alice: ssh worker-1 from a login node: %v\n%s", err, out)
-		}
+		e.checkUserJobs()
 	})
 
 	// 4.5: Docker in the shared root; rootless Podman inside Slurm's limits.

@@ -58,6 +58,7 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 	t.Run("srun --nodes=2 --gres=gpu:1 nvidia-smi -L lists one GPU on each worker node", func(t *testing.T) { e.with(t).checkTwoNodeGPUs() })
 	t.Run("the minGPT-style sbatch trains on two nodes and writes log.out to the shared root", func(t *testing.T) { e.with(t).checkMinGPT() })
 	t.Run("a two-node MPI program over PMIx allreduces across the worker nodes", func(t *testing.T) { e.with(t).checkMPI() })
+	t.Run("a user added with adduser runs srun -N2 across the worker nodes as themselves and ssh's to worker-1", func(t *testing.T) { e.with(t).checkUserJobs() })
 	t.Run("a two-node srun's time from the login node, across nodes", func(t *testing.T) { e.with(t).logTwoNodeStart("workers on two nodes") })
 
 	t.Run("a worker node cut off for less than SlurmdTimeout: its job keeps running and completes, the node never goes down, the pod stays", func(t *testing.T) {
@@ -84,6 +85,11 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 		})
 		if after := e.podsSnapshot()[cluster+"-worker-1"]; after != before {
 			t.Errorf("worker-1's pod (uid, restarts) was %q, is %q: a short cut must not replace or restart it", before, after)
+		}
+		// Looked at again past SlurmdTimeout from the cut's start (the job took 40 s): a node
+		// slurmctld had missed would be down by now.
+		if state, reason := e.slurmState("worker-1"); state != "IDLE" {
+			t.Errorf("worker-1 after the cut and its job, past SlurmdTimeout: %s %s, want IDLE", state, reason)
 		}
 	})
 
@@ -173,6 +179,10 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 			return strings.TrimSpace(out) == "COMPLETED|0:0", out
 		})
 		e.waitWorkerBack("worker-1")
+		// Both workers' pods have new addresses now (worker-0's was replaced by the drain,
+		// worker-1's sandbox made again): past three times SlurmdTimeout, slurmctld still
+		// reaches both and launches jobs there.
+		e.checkNodesHealAfterTimeout("worker-0", "worker-1")
 	})
 
 	// Last: it leaves a node out of service.

@@ -25,7 +25,8 @@ if [ ! -e "$MARKER" ]; then
   # A jail with data but no marker was filled by someone else: never overwrite it, not even
   # with OVERWRITE=true (that replaces only a jail this operator populated). Empty directories
   # do not count: a container runtime may have made mountpoints in it.
-  data=$(find "$JAIL" -mindepth 1 -path "$JAIL/lost+found" -prune -o ! -type d -print 2>/dev/null | head -n 5)
+  # The root probe below is not data either: a Job stopped between its two steps leaves it.
+  data=$(find "$JAIL" -mindepth 1 \( -path "$JAIL/lost+found" -o -path "$JAIL/.slurm-operator-root-probe" \) -prune -o ! -type d -print 2>/dev/null | head -n 5)
   if [ -n "$data" ]; then
     echo "jail is not empty and has no marker: it was not populated by slurm-operator, so it is never overwritten (empty it yourself to have it populated). It holds, among others:" >&2
     echo "$data" >&2

@@ -225,3 +225,16 @@ func TestASquashedRootIsRefusedBeforeAnythingIsCopied(t *testing.T) {
 		})
 	}
 }
+
+func TestAProbeLeftByAStoppedJobIsNotData(t *testing.T) {
+	src, dst := setup(t)
+	if err := os.WriteFile(filepath.Join(dst, ".slurm-operator-root-probe"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, src, dst, "false"); err != nil {
+		t.Fatalf("a jail holding only the root probe of a stopped populate Job: %v\n%s\nwant it populated", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "etc", "os-release")); err != nil {
+		t.Error("root file system not copied")
+	}
+}
