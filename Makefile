@@ -127,8 +127,16 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 ##@ Run
 
 .PHONY: demo
-demo: test-assets ## Start a local control plane, run the operator and apply a demo cluster (Ctrl-C stops).
-	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" go run ./cmd/manager --local $(DEMO_FLAGS)
+demo: ## A Slurm cluster to log in to on a real one-node Kubernetes (as root on Linux); else the control-plane demo.
+	DEMO_FLAGS="$(DEMO_FLAGS)" hack/demo.sh up
+
+.PHONY: demo-ssh
+demo-ssh: ## Log in as root to the demo's login node.
+	hack/demo.sh ssh
+
+.PHONY: demo-down
+demo-down: ## Remove everything make demo made.
+	hack/demo.sh down
 
 .PHONY: run
 run: ## Run the manager against the current kubeconfig.

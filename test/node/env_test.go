@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,15 +38,19 @@ type env struct {
 	nodeEnv []string
 }
 
+// nodeDir is hack/node.sh's folder.
+func nodeDir() string {
+	if dir := os.Getenv("NODE_DIR"); dir != "" {
+		return filepath.Clean(dir)
+	}
+	return "/tmp/slurm-operator-node"
+}
+
 // lockNode holds the node's lock until the test ends: the node is one per machine (its
 // folder, bridge, ports and iptables chains are fixed), so a second run on the same machine
 // waits for the first instead of taking its node down under it.
 func lockNode(t testing.TB) {
-	dir := os.Getenv("NODE_DIR")
-	if dir == "" {
-		dir = "/tmp/slurm-operator-node"
-	}
-	f, err := os.OpenFile(filepath.Clean(dir)+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(nodeDir()+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatalf("node lock: %v", err)
 	}
@@ -61,19 +64,78 @@ func lockNode(t testing.TB) {
 	t.Cleanup(func() { _ = f.Close() })
 }
 
-// startNode builds the images, starts the node (torn down when the test ends, unless
-// NODE_KEEP is set) and imports the images; it returns the env with root's key made. nodeEnv
-// are hack/node.sh's settings (NODE_WORKERS=2 for worker nodes).
-func startNode(t testing.TB, nodeEnv ...string) *env {
+// newEnv is the env of a node test, before anything runs: it skips without NODE_TEST and
+// needs root.
+func newEnv(t testing.TB, nodeEnv []string) *env {
 	if os.Getenv("NODE_TEST") == "" {
 		t.Skip("set NODE_TEST=1 (make test does) to run on a real node; it needs root")
 	}
 	if os.Geteuid() != 0 {
 		t.Fatal("the node test needs root")
 	}
+	// hack/demo.sh: the test holds the node's lock; the demo's own settings are the test's.
+	nodeEnv = append(nodeEnv, "NODE_LOCK_HELD=1", "DEMO_MODE=", "DEMO_FLAGS=")
 	e := &env{t: t, nodeEnv: nodeEnv}
 	e.root, _ = filepath.Abs(filepath.Join("..", ".."))
 	e.assets = strings.TrimSpace(e.sh("", "hack/test-assets.sh", "--print-dir"))
+	return e
+}
+
+// holdNode takes the node's lock and, when the test ends, dumps what explains a failure and
+// takes the node down (unless NODE_KEEP is set).
+func (e *env) holdNode() {
+	t := e.t
+	lockNode(t)
+	t.Cleanup(func() {
+		if t.Failed() && e.kubeconfig != "" {
+			e.dump()
+		}
+		if os.Getenv("NODE_KEEP") == "" {
+			out, err := e.run(context.Background(), "", "hack/node.sh", "down")
+			if err != nil {
+				t.Errorf("hack/node.sh down: %v\n%s", err, out)
+			}
+		}
+	})
+}
+
+// makeKey makes root's key and an ssh_config that uses it. hack/demo.sh gives the cluster the
+// key from DEMO_KEY.pub and logs in with DEMO_KEY.
+func (e *env) makeKey() {
+	t := e.t
+	e.key = filepath.Join(t.TempDir(), "id_ed25519")
+	e.pub = writeKey(t, e.key)
+	if err := os.WriteFile(e.key+".pub", []byte(e.pub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.nodeEnv = append(e.nodeEnv, "DEMO_KEY="+e.key)
+	e.sshConfig = filepath.Join(t.TempDir(), "ssh_config")
+	writeSSHConfig(t, e.sshConfig, e.key)
+}
+
+// startDemo runs make demo's own entry point, hack/demo.sh up, as the test's set-up: the
+// images, the node, the claims and the database, the operator chart, helm-slurm-cluster with
+// hack/demo/values.yaml (DEMO_VALUES empty: the two login nodes the test uses, where the demo
+// has one), and the stand-in nvidia-smi. It returns the env and what the demo printed.
+func startDemo(t testing.TB) (*env, string) {
+	e := newEnv(t, []string{"DEMO_VALUES="})
+	// The images alone first, with their own time limit (a cold build is long); up finds them
+	// built.
+	e.sh("", "hack/images.sh")
+	e.makeKey()
+	e.holdNode()
+	e.kubeconfig = filepath.Join(nodeDir(), "admin.kubeconfig")
+	out := e.sh("", "hack/demo.sh", "up")
+	t.Logf("hack/demo.sh up:\n%s", out)
+	e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
+	return e, out
+}
+
+// startNode builds the images, starts the node (torn down when the test ends, unless
+// NODE_KEEP is set) and imports the images; it returns the env with root's key made. nodeEnv
+// are hack/node.sh's settings (NODE_WORKERS=2 for worker nodes).
+func startNode(t testing.TB, nodeEnv ...string) *env {
+	e := newEnv(t, nodeEnv)
 
 	// Images first: a failed build should not leave a node behind.
 	var layouts, workerLayouts []string
@@ -90,18 +152,7 @@ func startNode(t testing.TB, nodeEnv ...string) *env {
 	if len(layouts) < 9 {
 		t.Fatalf("hack/images.sh built %d images, want 9", len(layouts))
 	}
-	lockNode(t)
-	t.Cleanup(func() {
-		if t.Failed() && e.kubeconfig != "" {
-			e.dump()
-		}
-		if os.Getenv("NODE_KEEP") == "" {
-			out, err := e.run(context.Background(), "", "hack/node.sh", "down")
-			if err != nil {
-				t.Errorf("hack/node.sh down: %v\n%s", err, out)
-			}
-		}
-	})
+	e.holdNode()
 	e.kubeconfig = strings.TrimSpace(lastLine(e.sh("", "hack/node.sh", "up")))
 	// With worker nodes, they get only what a worker or controller pod runs (their taint keeps
 	// every other pod off them); the control-plane node gets every image.
@@ -113,71 +164,47 @@ func startNode(t testing.TB, nodeEnv ...string) *env {
 	} else {
 		e.sh("", append([]string{"hack/node.sh", "import"}, layouts...)...)
 	}
-
-	e.key = filepath.Join(t.TempDir(), "id_ed25519")
-	e.pub = writeKey(t, e.key)
-	e.sshConfig = filepath.Join(t.TempDir(), "ssh_config")
-	writeSSHConfig(t, e.sshConfig, e.key)
+	e.makeKey()
 	return e
 }
 
-// installAll does the document's section 2.1 on the node: the claims and the database, the
-// operator chart, then helm-slurm-cluster with the document's values, until Available.
+// installAll does the document's section 2.1 on the node as make demo does (hack/demo.sh
+// install): the claims and the database, the operator chart, then helm-slurm-cluster with the
+// node test's values (hack/demo/values.yaml, then the files in values, under
+// test/node/testdata), until Available.
 func (e *env) installAll(values ...string) {
 	e.t.Helper()
-	e.kubectlIn(storageManifests(), "apply", "-f", "-")
-	e.helm("install", "slurm-operator", filepath.Join(e.root, "charts/slurm-operator"),
-		"-n", "slurm-system", "--create-namespace", "--set", "image.pullPolicy=Never", "--wait", "--timeout", "5m")
-	e.installCluster([]string{e.pub}, values...)
+	e.sh("", append([]string{"hack/demo.sh", "install"}, e.testdata(values)...)...)
 }
 
-// installCluster installs helm-slurm-cluster with the document's values (then the files in
-// values, under test/node/testdata) and root's keys, waits until the cluster is Available, and
-// notes the login Service's address.
-func (e *env) installCluster(keys []string, values ...string) {
+// installCluster installs helm-slurm-cluster as make demo does (hack/demo.sh cluster) with
+// root's key, waits until the cluster is Available, and notes the login Service's address.
+func (e *env) installCluster(values ...string) {
 	e.t.Helper()
-	args := []string{"install", cluster, filepath.Join(e.root, "charts/helm-slurm-cluster"), "-n", ns,
-		"-f", filepath.Join(e.root, "test/node/testdata/values.yaml")}
-	for _, v := range values {
-		args = append(args, "-f", filepath.Join(e.root, "test/node/testdata", v))
-	}
-	e.helm(append(args, "--set-json", "slurmNodes.login.sshRootPublicKeys="+jsonList(keys))...)
-	e.waitFor(15*time.Minute, "SlurmCluster Available", func() (bool, string) {
-		out, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o",
-			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(line, "Available=True ") {
-				return true, out
-			}
-		}
-		return false, out
-	})
+	e.sh("", append([]string{"hack/demo.sh", "cluster"}, e.testdata(values)...)...)
 	e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
 }
 
-// installStandInNvidiaSMI puts the stand-in nvidia-smi in the shared root from a login node,
-// and waits until the health checks have lifted the drains they set without it.
+func (e *env) testdata(files []string) []string {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(e.root, "test/node/testdata", f)
+	}
+	return paths
+}
+
+// installStandInNvidiaSMI puts the stand-in nvidia-smi (hack/demo/nvidia-smi) in the shared
+// root as make demo does, and waits until the health checks have lifted the drains they set
+// without it.
 func (e *env) installStandInNvidiaSMI() {
 	e.t.Helper()
-	e.onLogin("cat > /usr/local/bin/nvidia-smi <<'SMI'\n" + standInNvidiaSMI + "SMI\nchmod 0755 /usr/local/bin/nvidia-smi")
-	e.waitFor(3*time.Minute, "both workers idle", func() (bool, string) {
-		out, _ := e.sshErr(e.login, "sinfo -h -N -o '%N %t' | sort -u")
-		return strings.TrimSpace(out) == "worker-0 idle\nworker-1 idle", out
-	})
+	e.sh("", "hack/demo.sh", "gpus")
 }
 
 // setSize sets the worker size as kubectl edit would.
 func (e *env) setSize(n int) {
 	e.t.Helper()
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"slurmNodes":{"worker":{"size":%d}}}}`, n))
-}
-
-func jsonList(items []string) string {
-	quoted := make([]string, len(items))
-	for i, s := range items {
-		quoted[i] = strconv.Quote(s)
-	}
-	return "[" + strings.Join(quoted, ",") + "]"
 }
 
 func writeKey(t testing.TB, path string) string {

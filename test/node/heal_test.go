@@ -7,7 +7,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
-// slurmdTimeout is the node test's SlurmdTimeout (test/node/testdata/values.yaml): slurmctld
+// slurmdTimeout is the node test's SlurmdTimeout (hack/demo/values.yaml): slurmctld
 // marks a node it has not heard from for that long not responding, then down.
 const slurmdTimeout = 30 * time.Second
 

@@ -31,21 +31,26 @@ const (
 )
 
 func TestSlurmClusterOnARealNode(t *testing.T) {
-	e := startNode(t)
-
-	// 2.1, steps 1-4.
-	if !t.Run("install as the document says: claims, the operator chart, helm-slurm-cluster with its values", func(t *testing.T) {
+	// 2.1, steps 1-4, as make demo does them.
+	e, demo := startDemo(t)
+	t.Run("make demo's steps install as the document says, each with its elapsed time, and end with how to log in; make demo-ssh runs srun -N2", func(t *testing.T) {
 		e := e.with(t)
-		e.installAll()
 		out := e.kubectlOK("get", "slurmcluster", "-n", ns)
 		if !strings.Contains(out, cluster) || !strings.Contains(out, "True") {
 			t.Errorf("kubectl get slurmcluster:\n%s", out)
 		}
-	}) {
-		t.FailNow()
-	}
-	// The subtest's env was a copy: keep the address it found.
-	e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
+		for _, step := range []string{"] images: ", "] node: ", "] storage: ", "] operator: ", "] cluster: Available", "] gpus: 2 workers idle", "] ready. Log in as root",
+			"make demo-ssh", "ssh -i " + e.key + " root@" + e.login, "srun -N2 --gres=gpu:1 nvidia-smi -L", "export KUBECONFIG=" + e.kubeconfig} {
+			if !strings.Contains(demo, step) {
+				t.Errorf("hack/demo.sh up printed no %q", step)
+			}
+		}
+		// What make demo-ssh runs, with a command instead of a terminal.
+		got := e.sh("", "hack/demo.sh", "ssh", "srun -N2 hostname | sort")
+		if want := cluster + "-worker-0\n" + cluster + "-worker-1"; strings.TrimSpace(got) != want {
+			t.Errorf("hack/demo.sh ssh 'srun -N2 hostname': %q, want %q", got, want)
+		}
+	})
 	t.Run("root logs in to the login Service with a key from sshRootPublicKeys", func(t *testing.T) {
 		e := e.with(t)
 		out := e.onLogin("id -un; hostname; cat /etc/os-release | grep VERSION_CODENAME")
@@ -93,10 +98,21 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 		}
 	})
 
-	// The node has no NVIDIA driver: a stand-in nvidia-smi, installed once in the shared root
-	// from a login node, is what the health checks and jobs run on every worker.
-	t.Run("a program installed in the shared root from a login node is what every worker runs", func(t *testing.T) {
+	// The node has no NVIDIA driver: a stand-in nvidia-smi, installed in the shared root from a
+	// login node (make demo did), is what the health checks and jobs run on every worker.
+	t.Run("a program removed from and installed in the shared root from a login node is what every worker runs", func(t *testing.T) {
 		e := e.with(t)
+		e.onLogin("rm /usr/local/bin/nvidia-smi")
+		e.waitFor(time.Minute, "both workers drained by the health check without nvidia-smi", func() (bool, string) {
+			var words []string
+			drained := true
+			for _, w := range []string{"worker-0", "worker-1"} {
+				state, reason := e.slurmState(w)
+				drained = drained && strings.Contains(state, "DRAIN") && strings.HasPrefix(reason, slurmfacts.DrainHealth)
+				words = append(words, w+" "+state+" "+reason)
+			}
+			return drained, strings.Join(words, "\n")
+		})
 		e.installStandInNvidiaSMI()
 	})
 
@@ -742,7 +758,7 @@ chmod 755 /usr/local/bin/step-look`)
 		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -c 1 --wrap 'sleep 600'"))
 		defer func() { _, _ = e.sshErr(e.login, "scancel "+job) }()
 		e.waitJobState(job, "RUNNING")
-		// The spool claim is a hostPath volume of the node (fixtures_test.go). slurmctld saves its
+		// The spool claim is a hostPath volume of the node (hack/demo/storage.yaml). slurmctld saves its
 		// state as it stops, so the file is cut while the new pod cannot be placed.
 		state := "/tmp/slurm-operator-node/volumes/controller-spool/job_state"
 		node := strings.TrimPrefix(strings.TrimSpace(e.kubectlOK("get", "nodes", "-o", "name")), "node/")
@@ -781,7 +797,7 @@ chmod 755 /usr/local/bin/step-look`)
 				t.Errorf("claim %s is gone after the cluster was deleted:\n%s", want, claims)
 			}
 		}
-		e.installCluster([]string{e.pub}) // a new login Service, so a new address
+		e.installCluster() // a new login Service, so a new address
 		if got := e.onLogin("cat /" + slurmfacts.JailMarkerFile); got != marker {
 			t.Errorf("the jail was populated again: marker %q, then %q", marker, got)
 		}
