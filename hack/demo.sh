@@ -137,7 +137,7 @@ install_cluster() {
 	local args=(upgrade --install "$CLUSTER" "$ROOT/charts/helm-slurm-cluster" -n "$NS" -f "$HERE/demo/values.yaml")
 	local f
 	for f in "$@"; do args+=(-f "$f"); done
-	say "cluster: helm install $CLUSTER (helm-slurm-cluster, hack/demo/values.yaml${*:+ and $*})"
+	say "cluster: helm install $CLUSTER (helm-slurm-cluster, hack/demo/values.yaml${*:+ and ${*#"$ROOT/"}})"
 	helm_ "${args[@]}" --set-json "slurmNodes.login.sshRootPublicKeys=[\"$(tr -d '\n' <"$KEY.pub")\"]" >/dev/null
 	wait_available
 }
@@ -195,10 +195,18 @@ up() {
 	local layouts
 	layouts=$("$HERE/images.sh" | awk 'NF == 2 {print $2}')
 	say "node: a one-node Kubernetes (hack/node.sh up)"
-	# The node's daemons must not inherit the lock (9).
-	"$HERE/node.sh" up >/dev/null 9>&-
+	# What the node's scripts and containerd say goes to a log, shown when a step fails. The
+	# node's daemons must not inherit the lock (9).
+	local nodelog
+	nodelog=$(mktemp "${TMPDIR:-/tmp}/slurm-operator-demo-node.XXXXXX")
 	# shellcheck disable=SC2086 # one folder per line
-	"$HERE/node.sh" import $layouts >/dev/null
+	if ! { "$HERE/node.sh" up && "$HERE/node.sh" import $layouts; } >"$nodelog" 2>&1 9>&-; then
+		tail -n 40 "$nodelog" >&2
+		rm -f "$nodelog"
+		die "the node did not start (above: the end of what it said)"
+	fi
+	say "node: $(grep -m1 '^node: up in' "$nodelog" | sed 's/^node: //'), images imported"
+	rm -f "$nodelog"
 	install_all "${values[@]}"
 	stand_in_gpus
 	ready
