@@ -117,11 +117,13 @@ wait_available() {
 			say "cluster: Available"
 			return 0
 		fi
+		# One line per change: the conditions not yet True, and what Available says.
 		local pending
-		pending=$(grep -v '^[A-Za-z]*=True ' <<<"$now" | grep -v '^Degraded=' || true)
-		if [ "$pending" != "$last" ] && [ -n "$pending" ]; then
-			say "cluster: waiting for"
-			sed 's/^/    /' <<<"$pending"
+		pending=$(grep -v -e '^[A-Za-z]*=True ' -e '^Degraded=' -e '^Available=' <<<"$now" | cut -d= -f1 | paste -sd, - | sed 's/,/, /g' || true)
+		pending="$pending ($(grep -m1 '^Available=' <<<"$now" | cut -d' ' -f2- || true))"
+		[ -n "$now" ] || pending="the operator's first status"
+		if [ "$pending" != "$last" ]; then
+			say "cluster: waiting for $pending"
 			last=$pending
 		fi
 		if [ "$(date +%s)" -gt "$deadline" ]; then
