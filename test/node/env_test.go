@@ -271,11 +271,6 @@ func (e *env) kubectlOK(args ...string) string {
 	return out
 }
 
-func (e *env) kubectlIn(stdin string, args ...string) string {
-	e.t.Helper()
-	return e.sh(stdin, append([]string{filepath.Join(e.assets, "kubectl")}, args...)...)
-}
-
 func (e *env) helm(args ...string) string {
 	e.t.Helper()
 	return e.sh("", append([]string{filepath.Join(e.assets, "helm")}, args...)...)
