@@ -109,8 +109,8 @@ bench-exporter: slurm-rootfs ## Scrape the exporter of a real slurmctld with 1,0
 	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -run '^$$' -bench ExporterScrapeAtScale -benchtime 10x -timeout 30m -v ./test/slurm/
 
 .PHONY: bench-node
-bench-node: node-assets ## Scale up and down on the real node several times (needs root; NODE_BENCH_RUNS=5).
-	NODE_TEST=1 go test -run '^$$' -bench ScaleOnARealNode -benchtime 1x -timeout 60m -v ./test/node/
+bench-node: node-assets ## Scale up and down on the real node, then on four nodes, several times (needs root; NODE_BENCH_RUNS=5).
+	NODE_TEST=1 go test -run '^$$' -bench ScaleOn -benchtime 1x -timeout 60m -v ./test/node/
 
 .PHONY: bench-apiwrites
 bench-apiwrites: test-assets ## Count the manager's own API requests per phase from an audit log (APIWRITES_FLAGS=-short for a quick look).

@@ -171,10 +171,11 @@ func startNode(t testing.TB, nodeEnv ...string) *env {
 // installAll does the document's section 2.1 on the node as make demo does (hack/demo.sh
 // install): the claims and the database, the operator chart, then helm-slurm-cluster with the
 // node test's values (hack/demo/values.yaml, then the files in values, under
-// test/node/testdata), until Available.
+// test/node/testdata), until Available; it notes the login Service's address.
 func (e *env) installAll(values ...string) {
 	e.t.Helper()
 	e.sh("", append([]string{"hack/demo.sh", "install"}, e.testdata(values)...)...)
+	e.login = strings.TrimSpace(e.kubectlOK("get", "service", cluster+"-login", "-n", ns, "-o", "jsonpath={.spec.clusterIP}"))
 }
 
 // installCluster installs helm-slurm-cluster as make demo does (hack/demo.sh cluster) with

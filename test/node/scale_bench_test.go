@@ -22,12 +22,31 @@ func BenchmarkScaleOnARealNode(b *testing.B) {
 	e := startNode(b)
 	e.installAll()
 	e.installStandInNvidiaSMI()
+	e.benchScale(b)
+}
+
+// BenchmarkScaleOnSeveralNodes measures the same on a four-node Kubernetes: three worker nodes
+// with one stand-in GPU each (hack/node.sh with NODE_WORKERS=3), the services on the
+// control-plane node (test/node/testdata/values-nodes.yaml), so that worker-2 starts on a node
+// of its own and registers across the pod network.
+func BenchmarkScaleOnSeveralNodes(b *testing.B) {
+	e := startNode(b, "NODE_WORKERS=3", "NODE_FAKE_GPUS=1")
+	e.installAll("values-nodes.yaml")
+	e.installStandInNvidiaSMI()
+	on := e.benchScale(b)
+	b.Logf("worker-2 ran on %s; worker-0 and worker-1 on %s and %s", strings.Join(on, ", "), e.nodeOf("worker-0"), e.nodeOf("worker-1"))
+}
+
+// benchScale scales 2 → 3 → 2 NODE_BENCH_RUNS times, timing each step; it returns the
+// Kubernetes nodes worker-2 ran on.
+func (e *env) benchScale(b *testing.B) []string {
 	e.pollEvery = 250 * time.Millisecond
 	runs := 5
 	if n, err := strconv.Atoi(os.Getenv("NODE_BENCH_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
 	var up, down []time.Duration
+	var on []string
 	for b.Loop() {
 		for range runs {
 			start := time.Now()
@@ -37,6 +56,9 @@ func BenchmarkScaleOnARealNode(b *testing.B) {
 				return strings.TrimSpace(out) == "idle", out
 			})
 			up = append(up, time.Since(start))
+			if n := e.nodeOf("worker-2"); !slices.Contains(on, n) {
+				on = append(on, n)
+			}
 
 			job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-2 --wrap 'sleep 5'"))
 			e.waitJobState(job, "RUNNING")
@@ -63,6 +85,7 @@ func BenchmarkScaleOnARealNode(b *testing.B) {
 	b.Logf("scale-down, the last job's end to the shrink (%d runs): %s", len(down), summary(down))
 	b.ReportMetric(median(up).Seconds(), "s-up-median")
 	b.ReportMetric(median(down).Seconds(), "s-down-median")
+	return on
 }
 
 func median(d []time.Duration) time.Duration {
