@@ -35,7 +35,7 @@ func Scheme() *runtime.Scheme {
 
 // StartEnv starts etcd and kube-apiserver with the CRDs in crdDirs installed. It returns the
 // environment (Stop it), a client with the project's scheme, and the path of an admin
-// kubeconfig for kubectl.
+// kubeconfig for kubectl, removed by Stop.
 // configure, when given, adjusts the environment before it starts (API server flags).
 func StartEnv(crdDirs []string, configure ...func(*envtest.Environment)) (*envtest.Environment, client.Client, string, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
@@ -71,17 +71,14 @@ func StartEnv(crdDirs []string, configure ...func(*envtest.Environment)) (*envte
 		_ = env.Stop()
 		return nil, nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
-	f, err := os.CreateTemp("", "slurm-operator-kubeconfig-*")
-	if err != nil {
+	// In the API server's certificate folder, which envtest made and removes on Stop: no
+	// admin kubeconfig outlives its API server.
+	path := filepath.Join(env.ControlPlane.GetAPIServer().CertDir, "admin.kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		_ = env.Stop()
 		return nil, nil, "", err
 	}
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
-		_ = env.Stop()
-		return nil, nil, "", err
-	}
-	return env, c, f.Name(), nil
+	return env, c, path, nil
 }
 
 // Kubectl finds kubectl: $KUBECTL, then the one built beside the API server, then $PATH.
