@@ -72,7 +72,8 @@ test: check-generated lint test-assets slurm-rootfs node-assets $(PROMTOOL) ## R
 
 .PHONY: test-node
 test-node: node-assets ## The node tests: images, a real one-node and a three-node Kubernetes, the chart, ssh, jobs, node faults (needs root).
-	NODE_TEST=1 go test -count=1 -timeout 60m -v ./test/node/
+	go build -o bin/testsummary ./hack/testsummary
+	NODE_TEST=1 go test -count=1 -timeout 60m -json ./test/node/ | bin/testsummary
 
 .PHONY: test-slurm
 test-slurm: slurm-rootfs ## Run only the real-Slurm tests (verbose).

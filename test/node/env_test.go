@@ -38,6 +38,10 @@ type env struct {
 	nodeEnv []string
 }
 
+// hostVolumes holds the hostPath volumes of hack/demo/storage.yaml (the jail, the controller's
+// spool, the workers' spools), whatever NODE_DIR is.
+const hostVolumes = "/tmp/slurm-operator-node/volumes"
+
 // nodeDir is hack/node.sh's folder.
 func nodeDir() string {
 	if dir := os.Getenv("NODE_DIR"); dir != "" {

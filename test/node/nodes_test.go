@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -205,13 +206,23 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 			out, _ := e.sshErr(e.login, "squeue -h -j "+held+" -o '%T %r'")
 			return strings.TrimSpace(out) == "PENDING JobHeldUser", out
 		})
-		running := strings.TrimSpace(e.onLogin("sbatch --parsable -w " + survivor + " -J outlives-ctld --wrap 'sleep 90'"))
+		// The job runs until the test lets it end (a file in the shared root), not for a fixed
+		// time: however long the controller takes to come back, the job is still running then.
+		running := strings.TrimSpace(e.onLogin("mkdir -p /shared && sbatch --parsable -w " + survivor + " -J outlives-ctld --wrap 'until [ -e /shared/release-$SLURM_JOB_ID ]; do sleep 1; done'"))
 		e.waitJobState(running, "RUNNING")
 		// slurmctld writes its state a few seconds after a change, not at once: a job that
 		// started just before slurmctld dies is read back PENDING and killed when its node
 		// registers (seen here: "Registered PENDING JobId=… on node", then "Job credential
-		// revoked"). Lose the node once the start is saved.
-		time.Sleep(10 * time.Second)
+		// revoked"). Lose the node once the start is saved: job_state written after the job
+		// was seen running.
+		seenRunning := time.Now()
+		e.waitFor(time.Minute, "slurmctld's job state saved after job "+running+" started", func() (bool, string) {
+			fi, err := os.Stat(filepath.Join(hostVolumes, "controller-spool", "job_state"))
+			if err != nil {
+				return false, err.Error()
+			}
+			return fi.ModTime().After(seenRunning), "job_state written " + fi.ModTime().String()
+		})
 
 		e.sh("", "hack/node.sh", "kill", lost)
 		e.waitFor(2*time.Minute, lost+" not ready", func() (bool, string) {
@@ -231,6 +242,7 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 			sort.Strings(want)
 			return strings.TrimSpace(out) == strings.Join(want, "\n"), out
 		})
+		e.onLogin("touch /shared/release-" + running)
 		e.waitFor(3*time.Minute, "job "+running+" COMPLETED", func() (bool, string) {
 			out, _ := e.sshErr(e.login, "sacct -n -P -X -j "+running+" -o State,ExitCode")
 			return strings.TrimSpace(out) == "COMPLETED|0:0", out
