@@ -306,14 +306,19 @@ func (e *env) ssh(host, script string) string {
 	return out
 }
 
-// waitFor polls cond until it holds, failing with its last words after timeout.
+// waitFor polls cond until it holds, failing with its last words after timeout. A wait of more
+// than 15 s is logged with its length: the node tests' time goes mostly to such waits.
 func (e *env) waitFor(timeout time.Duration, what string, cond func() (bool, string)) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	var last string
 	for {
 		ok, words := cond()
 		if ok {
+			if took := time.Since(start); took > 15*time.Second {
+				e.t.Logf("waited %.0fs for %s", took.Seconds(), what)
+			}
 			return
 		}
 		last = words
