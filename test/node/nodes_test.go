@@ -210,18 +210,19 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 		// time: however long the controller takes to come back, the job is still running then.
 		running := strings.TrimSpace(e.onLogin("mkdir -p /shared && sbatch --parsable -w " + survivor + " -J outlives-ctld --wrap 'until [ -e /shared/release-$SLURM_JOB_ID ]; do sleep 1; done'"))
 		e.waitJobState(running, "RUNNING")
-		// slurmctld writes its state a few seconds after a change, not at once: a job that
-		// started just before slurmctld dies is read back PENDING and killed when its node
-		// registers (seen here: "Registered PENDING JobId=… on node", then "Job credential
-		// revoked"). Lose the node once the start is saved: job_state written after the job
-		// was seen running.
-		seenRunning := time.Now()
+		// slurmctld writes its state some time after a change, not at once: a job that started
+		// just before slurmctld dies is read back PENDING and killed when its node registers
+		// (seen here: "Registered PENDING JobId=… on node", then "Job credential revoked"). A
+		// job's update makes slurmctld save every job's state: lose the node once job_state is
+		// written after an update made when the job was seen running.
+		asked := time.Now()
+		e.onLogin("scontrol update jobid=" + running + " comment=running-before-the-loss")
 		e.waitFor(time.Minute, "slurmctld's job state saved after job "+running+" started", func() (bool, string) {
 			fi, err := os.Stat(filepath.Join(hostVolumes, "controller-spool", "job_state"))
 			if err != nil {
 				return false, err.Error()
 			}
-			return fi.ModTime().After(seenRunning), "job_state written " + fi.ModTime().String()
+			return fi.ModTime().After(asked), "job_state written " + fi.ModTime().String()
 		})
 
 		e.sh("", "hack/node.sh", "kill", lost)
