@@ -38,9 +38,9 @@ type env struct {
 	nodeEnv []string
 }
 
-// hostVolumes holds the hostPath volumes of hack/demo/storage.yaml (the jail, the controller's
-// spool, the workers' spools), whatever NODE_DIR is.
-const hostVolumes = "/tmp/slurm-operator-node/volumes"
+// hostVolume is the folder of one hostPath volume of hack/demo/storage.yaml (jail,
+// controller-spool, worker-spool-N), which hack/demo.sh puts in the node's folder.
+func hostVolume(name string) string { return filepath.Join(nodeDir(), "volumes", name) }
 
 // nodeDir is hack/node.sh's folder.
 func nodeDir() string {

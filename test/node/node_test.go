@@ -760,7 +760,7 @@ chmod 755 /usr/local/bin/step-look`)
 		e.waitJobState(job, "RUNNING")
 		// The spool claim is a hostPath volume of the node (hack/demo/storage.yaml). slurmctld saves its
 		// state as it stops, so the file is cut while the new pod cannot be placed.
-		state := filepath.Join(hostVolumes, "controller-spool", "job_state")
+		state := filepath.Join(hostVolume("controller-spool"), "job_state")
 		node := strings.TrimPrefix(strings.TrimSpace(e.kubectlOK("get", "nodes", "-o", "name")), "node/")
 		e.kubectlOK("cordon", node)
 		defer func() { _, _ = e.kubectl("uncordon", node) }()

@@ -218,7 +218,7 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 		asked := time.Now()
 		e.onLogin("scontrol update jobid=" + running + " comment=running-before-the-loss")
 		e.waitFor(time.Minute, "slurmctld's job state saved after job "+running+" started", func() (bool, string) {
-			fi, err := os.Stat(filepath.Join(hostVolumes, "controller-spool", "job_state"))
+			fi, err := os.Stat(filepath.Join(hostVolume("controller-spool"), "job_state"))
 			if err != nil {
 				return false, err.Error()
 			}

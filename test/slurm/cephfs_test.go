@@ -21,8 +21,8 @@ import (
 // one-host CephFS (hack/cephfs.sh: a monitor, a BlueStore OSD, an MDS from Debian's packages)
 // mounted with ceph-fuse twice, once as a client root may write with, once as a client whose
 // root is squashed by the MDS (`root_squash` in its capability). It shows what the populate Job
-// and the health check do there, and what a job's writes do while the metadata server is
-// stopped for 30 s.
+// and the health check do there, a backup controller taking over from a spool there, and what
+// a job's writes do while the metadata server is stopped for 30 s.
 func TestAJailOnARealCephFS(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a CephFS needs root")
@@ -108,6 +108,18 @@ func TestAJailOnARealCephFS(t *testing.T) {
 		out, _ := check(t, filepath.Join(squashed, "jail-a"))
 		if strings.Contains(out, "failed") || !strings.Contains(out, "root may not write") {
 			t.Errorf("the health check through the squashed client:\n%s\nwant the root_squash notice and no failure", out)
+		}
+	})
+
+	t.Run("two controllers with their StateSaveLocation on CephFS: the primary stops under a running job, the backup takes over from the state there and the job completes", func(t *testing.T) {
+		spool := filepath.Join(plain, "controller-spool")
+		must(t, os.Mkdir(spool, 0o755))
+		checkBackupTakesOver(t, spool)
+		// The state is on CephFS, not in a folder of the harness's.
+		for _, f := range []string{"job_state", "node_state"} {
+			if _, err := os.Stat(filepath.Join(spool, f)); err != nil {
+				t.Errorf("slurmctld's %s on the CephFS spool: %v", f, err)
+			}
 		}
 	})
 

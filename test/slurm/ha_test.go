@@ -18,7 +18,12 @@ import (
 // one StateSaveLocation (the spool's ReadWriteMany volume source), workers fetching their
 // config from either. The primary stops while a job runs; the backup takes over, the job
 // completes, sacct has it, and new jobs run.
-func TestABackupControllerTakesOver(t *testing.T) {
+func TestABackupControllerTakesOver(t *testing.T) { checkBackupTakesOver(t, "") }
+
+// checkBackupTakesOver is TestABackupControllerTakesOver with the controllers' shared
+// StateSaveLocation in sharedState (a network file system's mount), or in the harness's own
+// folder when empty.
+func checkBackupTakesOver(t *testing.T, sharedState string) {
 	// Well under the package's 10 minutes: a stuck step fails here, with the daemons' logs.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -51,6 +56,7 @@ func TestABackupControllerTakesOver(t *testing.T) {
 	}
 	c := startClusterWith(t, ctx, r, 2, func(cfg *slurmharness.Config) {
 		cfg.BackupController = &slurmharness.Host{Name: "demo-controller-1"}
+		cfg.SharedState = sharedState
 		for i := range cfg.Workers {
 			cfg.Workers[i].SlurmdEnv = []string{"SLURM_CONF_SERVER=" + worker.ConfServer(r.in.Cluster)}
 		}

@@ -56,7 +56,12 @@ type Config struct {
 	// The two share one StateSaveLocation (/var/spool/slurmctld), as a ReadWriteMany volume
 	// shares it between two controller pods.
 	BackupController *Host
-	Workers          []Host
+	// SharedState, when set with BackupController, is the folder both controllers use as
+	// StateSaveLocation instead of one in the cluster's folder: a network file system's mount
+	// (CephFS here), as a spool claim on NFS or CephFS. The harness makes it SlurmUser's and
+	// leaves it in place.
+	SharedState string
+	Workers     []Host
 	// Logins are hosts with munged and the client commands only (srun, sbatch, sinfo).
 	Logins []Host
 	// Accounting, when set, is the host that runs MariaDB and slurmdbd. It may name the
@@ -95,6 +100,9 @@ func validate(cfg *Config) error {
 	}
 	if len(cfg.MungeKey) == 0 {
 		return errors.New("slurmharness: Config.MungeKey is empty")
+	}
+	if cfg.SharedState != "" && (cfg.BackupController == nil || !filepath.IsAbs(cfg.SharedState)) {
+		return fmt.Errorf("slurmharness: Config.SharedState %q needs a BackupController and an absolute path", cfg.SharedState)
 	}
 	if cfg.Accounting != nil && len(cfg.SlurmdbdConf) == 0 {
 		return errors.New("slurmharness: Config.SlurmdbdConf is required with Config.Accounting")

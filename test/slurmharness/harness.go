@@ -189,7 +189,7 @@ func (c *Cluster) writeShared() error {
 		return err
 	}
 	if c.cfg.BackupController != nil {
-		d := filepath.Join(c.dir, sharedStateDir)
+		d := c.sharedState()
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}

@@ -196,7 +196,7 @@ func (c *Cluster) setupScript(h *host) string {
 		{filepath.Join(h.dir, "spool"), "/var/spool"},
 	}
 	if h.role == roleController && c.cfg.BackupController != nil {
-		binds = append(binds, [2]string{filepath.Join(c.dir, sharedStateDir), "/var/spool/slurmctld"})
+		binds = append(binds, [2]string{c.sharedState(), "/var/spool/slurmctld"})
 	}
 	binds = append(binds, [][2]string{
 		{filepath.Join(h.dir, "log"), "/var/log/slurm"},
@@ -435,8 +435,16 @@ func (c *Cluster) startSlurmctld(ctx context.Context, h *host) error {
 }
 
 // sharedStateDir, in the cluster folder, is the StateSaveLocation of both controllers when there
-// is a backup.
+// is a backup and Config.SharedState is unset.
 const sharedStateDir = "slurmctld-state"
+
+// sharedState is the folder both controllers bind at /var/spool/slurmctld.
+func (c *Cluster) sharedState() string {
+	if c.cfg.SharedState != "" {
+		return c.cfg.SharedState
+	}
+	return filepath.Join(c.dir, sharedStateDir)
+}
 
 func (c *Cluster) startSlurmd(h *host) error {
 	if h.SlurmdScript != "" {
