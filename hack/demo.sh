@@ -24,7 +24,7 @@
 # hack/demo/demo.yaml (one login node) when unset; none when set empty (the node test, which
 # wants the two login nodes of values.yaml). NODE_LOCK_HELD=1 says the caller holds the
 # node's lock (the node tests do). DEMO_FLAGS are the manager's extra flags in the
-# control-plane demo; DEMO_MANAGER a built manager to run there instead of `go run`.
+# control-plane demo; DEMO_MANAGER a built manager to run there instead of building bin/manager.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -83,7 +83,11 @@ control_plane() {
 	if [ -n "${DEMO_MANAGER:-}" ]; then
 		exec "$DEMO_MANAGER" --local ${DEMO_FLAGS:-}
 	fi
-	exec go run ./cmd/manager --local ${DEMO_FLAGS:-}
+	# Built, then run in this process's place: a signal to it (Ctrl-C, or SIGTERM from a
+	# supervisor) reaches the manager, which stops its API server and etcd. `go run` would
+	# not pass SIGTERM on, and they would outlive it.
+	go build -o "$ROOT/bin/manager" ./cmd/manager
+	exec "$ROOT/bin/manager" --local ${DEMO_FLAGS:-}
 }
 
 # ensure_key makes root's key for the cluster when there is none.

@@ -57,9 +57,9 @@ var _ = Describe("the images' Slurm release", func() {
 		Eventually(func() string { return image("rel-worker", "slurmd") + " " + image("rel-login", "sshd") }).
 			WithTimeout(timeout).Should(Equal("slurm-k8s/slurmd:26.05 slurm-k8s/login:26.05"))
 		eventuallyCondition(ctx, ns, "rel", slurmv1alpha1.ConditionSlurmUpgrading, slurmv1alpha1.ReasonDone, "no change of Slurm release waits")
-		Eventually(func() string {
+		Eventually(func(g Gomega) string {
 			sc := &slurmv1alpha1.SlurmCluster{}
-			Expect(k8sClient.Get(ctx, key(ns, "rel"), sc)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, key(ns, "rel"), sc)).To(Succeed())
 			var reasons []string
 			for _, c := range sc.Status.Conditions {
 				reasons = append(reasons, c.Reason)
