@@ -144,7 +144,10 @@ install_cluster() {
 	local f
 	for f in "$@"; do args+=(-f "$f"); done
 	say "cluster: helm install $CLUSTER (helm-slurm-cluster, hack/demo/values.yaml${*:+ and ${*#"$ROOT/"}})"
-	helm_ "${args[@]}" --set-json "slurmNodes.login.sshRootPublicKeys=[\"$(tr -d '\n' <"$KEY.pub")\"]" >/dev/null
+	# The key as a JSON string: a backslash or a double quote in its comment is escaped.
+	local pub
+	pub=$(tr -d '\n' <"$KEY.pub" | sed 's/[\\"]/\\&/g')
+	helm_ "${args[@]}" --set-json "slurmNodes.login.sshRootPublicKeys=[\"$pub\"]" >/dev/null
 	wait_available
 }
 
