@@ -239,7 +239,7 @@ and try:
     sbatch -N2 --wrap 'srun hostname'; sleep 5; cat slurm-*.out
 
 kubectl: export KUBECONFIG=$KC ($(assets)/kubectl)
-Remove everything with: make demo-down
+Remove the node and the cluster with: make demo-down (the build caches stay)
 EOF
 }
 
