@@ -90,7 +90,9 @@ func TestTheExporterTokenReadsEverythingAndChangesNothing(t *testing.T) {
 		if err := c.UpdateSlurmFiles(files); err != nil {
 			t.Fatal(err)
 		}
-		login(t, ctx, c, "scontrol", "reconfigure")
+		if err := c.Reconfigure(ctx, loginHost); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.WaitFor(ctx, "PrivateData="+v, func() (bool, error) {
 			out, err := c.Exec(ctx, loginHost, "scontrol", "show", "config")
 			return err == nil && strings.Contains(out, "PrivateData             = ") && !strings.Contains(out, "PrivateData             = none"), nil

@@ -241,6 +241,26 @@ func (c *Cluster) UpdateSlurmFiles(files map[string][]byte) error {
 	return c.writeSlurmFiles(files)
 }
 
+// Reconfigure runs `scontrol reconfigure` on host and returns once slurmctld answers again.
+// Slurm 24.11's slurmctld starts itself anew for a reconfigure and replies when the new process
+// is up; on a loaded machine that can take longer than the client's MessageTimeout, which then
+// says "Socket timed out on send/recv operation" although the reconfigure goes on. That answer
+// alone is waited out (slurmctld must answer `scontrol ping` within the wait); any other
+// error is returned.
+func (c *Cluster) Reconfigure(ctx context.Context, host string) error {
+	out, err := c.Exec(ctx, host, "scontrol", "reconfigure")
+	if err == nil {
+		return nil
+	}
+	if !strings.Contains(out+err.Error(), "Socket timed out") {
+		return fmt.Errorf("slurmharness: scontrol reconfigure on %s: %w", host, err)
+	}
+	return c.WaitFor(ctx, "slurmctld answering after a reconfigure whose reply timed out", func() (bool, error) {
+		out, err := c.Exec(ctx, host, "scontrol", "ping")
+		return err == nil && strings.Contains(out, "is UP"), err
+	})
+}
+
 func (c *Cluster) writeSlurmFiles(files map[string][]byte) error {
 	for name, data := range files {
 		mode, uid, gid := os.FileMode(0o644), 0, 0

@@ -292,7 +292,9 @@ func TestCluster(t *testing.T) {
 			if err := c.UpdateSlurmFiles(map[string][]byte{"slurm.conf": grow(conf), "gres.conf": grow(gres)}); err != nil {
 				t.Fatal(err)
 			}
-			run(t, ctrlHost, "scontrol", "reconfigure")
+			if err := c.Reconfigure(ctx, ctrlHost); err != nil {
+				t.Fatal(err)
+			}
 			if err := c.AddWorker(ctx, Host{Name: "demo-worker-2", SlurmName: "worker-2", GPUs: 2}); err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +320,9 @@ func TestCluster(t *testing.T) {
 			if err := c.UpdateSlurmFiles(map[string][]byte{"slurm.conf": conf, "gres.conf": gres}); err != nil {
 				t.Fatal(err)
 			}
-			run(t, ctrlHost, "scontrol", "reconfigure")
+			if err := c.Reconfigure(ctx, ctrlHost); err != nil {
+				t.Fatal(err)
+			}
 			err = c.WaitFor(ctx, "worker-2 gone", func() (bool, error) {
 				s, err := nodeStates()
 				_, there := s["worker-2"]
