@@ -241,24 +241,40 @@ func (c *Cluster) UpdateSlurmFiles(files map[string][]byte) error {
 	return c.writeSlurmFiles(files)
 }
 
-// Reconfigure runs `scontrol reconfigure` on host and returns once slurmctld answers again.
-// Slurm 24.11's slurmctld starts itself anew for a reconfigure and replies when the new process
-// is up; on a loaded machine that can take longer than the client's MessageTimeout, which then
+// Reconfigure runs `scontrol reconfigure` on host and returns once slurmctld has read its
+// config again: `scontrol show config`'s "Configuration data as of" time has moved on. Slurm
+// 24.11's slurmctld starts itself anew for a reconfigure and replies when the new process is
+// up; on a loaded machine that can take longer than the client's MessageTimeout, which then
 // says "Socket timed out on send/recv operation" although the reconfigure goes on. That answer
-// alone is waited out (slurmctld must answer `scontrol ping` within the wait); any other
-// error is returned.
+// alone is waited out; any other error is returned.
 func (c *Cluster) Reconfigure(ctx context.Context, host string) error {
-	out, err := c.Exec(ctx, host, "scontrol", "reconfigure")
-	if err == nil {
-		return nil
+	before, err := c.configTime(ctx, host)
+	if err != nil {
+		return err
 	}
-	if !strings.Contains(out+err.Error(), "Socket timed out") {
+	out, err := c.Exec(ctx, host, "scontrol", "reconfigure")
+	if err != nil && !strings.Contains(out+err.Error(), "Socket timed out") {
 		return fmt.Errorf("slurmharness: scontrol reconfigure on %s: %w", host, err)
 	}
-	return c.WaitFor(ctx, "slurmctld answering after a reconfigure whose reply timed out", func() (bool, error) {
-		out, err := c.Exec(ctx, host, "scontrol", "ping")
-		return err == nil && strings.Contains(out, "is UP"), err
+	return c.WaitFor(ctx, "slurmctld's config read again after the reconfigure", func() (bool, error) {
+		now, err := c.configTime(ctx, host)
+		return err == nil && now != before, err
 	})
+}
+
+// configTime is the "Configuration data as of" line of `scontrol show config`: when slurmctld
+// last read its config.
+func (c *Cluster) configTime(ctx context.Context, host string) (string, error) {
+	out, err := c.Exec(ctx, host, "scontrol", "show", "config")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "Configuration data as of ") {
+			return line, nil
+		}
+	}
+	return "", fmt.Errorf("slurmharness: no \"Configuration data as of\" line in scontrol show config on %s", host)
 }
 
 func (c *Cluster) writeSlurmFiles(files map[string][]byte) error {
