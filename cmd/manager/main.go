@@ -43,6 +43,7 @@ func main() {
 		localCRDs       string
 		localConfig     string
 		localNS         string
+		upgradeCRD      bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; 0 disables it")
 	flag.StringVar(&imagePrefixes, "allowed-image-prefixes", "", "comma-separated prefixes every image of a SlurmCluster must start with (empty: any image)")
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&priorityClass, "control-plane-priority-class", "", "the PriorityClass of every cluster's slurmctld, slurmdbd and MariaDB pods; it must exist (the chart makes slurm-control-plane); empty: none")
 	flag.DurationVar(&tokenLifetime, "exporter-token-lifetime", controller.DefaultExporterTokenLifetime, "how long the exporter's token (for the read-only Slurm user slurm-metrics) is valid; it is renewed when half is left")
 	flag.DurationVar(&outOfService, "out-of-service-taint-after", 0, "taint a Kubernetes node out of service (node.kubernetes.io/out-of-service) once it has been not ready this long while a worker pod is stranded on it, so Kubernetes deletes its pods and detaches their volumes; needs permission to patch nodes (0: never, the admin decides)")
+	flag.BoolVar(&upgradeCRD, "upgrade-crd", false, "before starting, update the served SlurmCluster CRD to the one built into this manager when the served one has a lower slurm.hpc.dev/crd-revision (Helm never upgrades a chart's CRD); a CRD of the same or a higher revision is left alone, and it is never created or deleted; needs get and update on the CRD (the chart sets it and grants them)")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&local, "local", false, "start a local control plane, install the CRDs and apply --local-sample (the demo)")
 	flag.BoolVar(&localOnce, "local-once", false, "with --local: print the demo and exit instead of running until Ctrl-C")
@@ -96,6 +98,13 @@ func main() {
 		metricsAddr, probeAddr = "0", "0"
 	} else {
 		cfg = ctrl.GetConfigOrDie()
+	}
+
+	if upgradeCRD {
+		if err := ensureCRD(cfg); err != nil {
+			log.Error(err, "--upgrade-crd")
+			os.Exit(1)
+		}
 	}
 
 	namespaces, err := parseNamespaces(watchNamespaces)

@@ -45,6 +45,11 @@ func TestSlurmClusterOnARealNode(t *testing.T) {
 				t.Errorf("hack/demo.sh up printed no %q", step)
 			}
 		}
+		// The managers, in pods with the chart's rights, read the CRD Helm installed: it is at
+		// their own revision, so they leave it as it is (test/e2e shows an upgrade).
+		if logs := e.kubectlOK("logs", "-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator", "--tail=-1"); !strings.Contains(logs, "CRD slurmclusters.slurm.hpc.dev is at this manager's revision") {
+			t.Errorf("the managers did not read the CRD's revision at start:\n%s", logs)
+		}
 		// What make demo-ssh runs, with a command instead of a terminal.
 		got := e.sh("", "hack/demo.sh", "ssh", "srun -N2 hostname | sort")
 		if want := cluster + "-worker-0\n" + cluster + "-worker-1"; strings.TrimSpace(got) != want {
