@@ -32,7 +32,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) test-assets ## Generate the CRD and RBAC manifests, and config/default from the operator chart.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	go run ./hack/crdrevision config/crd/bases/slurm.hpc.dev_slurmclusters.yaml charts/slurm-operator/crds/slurm.hpc.dev_slurmclusters.yaml
+	@# The revision counts up from the committed CRD's (HEAD's), however often this runs.
+	prev=$$(mktemp); git show HEAD:charts/slurm-operator/crds/slurm.hpc.dev_slurmclusters.yaml > $$prev 2>/dev/null || \
+	  cp charts/slurm-operator/crds/slurm.hpc.dev_slurmclusters.yaml $$prev; \
+	go run ./hack/crdrevision config/crd/bases/slurm.hpc.dev_slurmclusters.yaml $$prev; rc=$$?; rm -f $$prev; exit $$rc
 	$(CONTROLLER_GEN) rbac:roleName=slurm-operator-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 	cp config/crd/bases/slurm.hpc.dev_slurmclusters.yaml charts/slurm-operator/crds/
 	sed -n '/^rules:/,$$p' config/rbac/role.yaml > charts/slurm-operator/files/rules.yaml

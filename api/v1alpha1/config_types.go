@@ -16,25 +16,25 @@ type VolumeSource struct {
 	// PersistentVolumeClaim mounts an existing claim (for the jail: a ReadWriteMany claim of at
 	// least 40Gi).
 	// +optional
-	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+	PersistentVolumeClaim *ClaimSource `json:"persistentVolumeClaim,omitempty"`
 
 	// NFS mounts an NFS export directly.
 	// +optional
-	NFS *corev1.NFSVolumeSource `json:"nfs,omitempty"`
+	NFS *NFSSource `json:"nfs,omitempty"`
 
 	// HostPath mounts a directory of the Kubernetes node (for node-local scratch). The node's
 	// root and its system directories (/etc, /usr, /var, …) are refused when the cluster is
 	// rendered (condition Degraded, reason RenderFailed).
 	// +optional
-	HostPath *corev1.HostPathVolumeSource `json:"hostPath,omitempty"`
+	HostPath *HostPathSource `json:"hostPath,omitempty"`
 
 	// EmptyDir is a scratch directory that lives as long as the pod.
 	// +optional
-	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
+	EmptyDir *EmptyDirSource `json:"emptyDir,omitempty"`
 
 	// CSI mounts an inline CSI volume.
 	// +optional
-	CSI *corev1.CSIVolumeSource `json:"csi,omitempty"`
+	CSI *CSISource `json:"csi,omitempty"`
 }
 
 // SpoolVolume is a daemon's state directory: a claim made from a template, or a named volume
@@ -46,6 +46,9 @@ type SpoolVolume struct {
 	// set: Kubernetes makes a StatefulSet's claims from it once and refuses any change to it
 	// (resize the claims themselves instead).
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="is immutable: a StatefulSet's claim template cannot change; resize the claims themselves"
+	// +kubebuilder:validation:XValidation:rule="has(self.accessModes) && size(self.accessModes) > 0",message="at least one access mode is required, for example ReadWriteOnce",fieldPath=".accessModes"
+	// +kubebuilder:validation:XValidation:rule="!has(self.accessModes) || (size(self.accessModes) <= 4 && [0, 1, 2, 3].all(i, i >= size(self.accessModes) || self.accessModes[i] in ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod']))",message="access modes are ReadWriteOnce, ReadOnlyMany, ReadWriteMany and ReadWriteOncePod",fieldPath=".accessModes"
+	// +kubebuilder:validation:XValidation:rule="has(self.resources) && has(self.resources.requests) && 'storage' in self.resources.requests",message="a storage request is required, for example 10Gi",fieldPath=".resources"
 	// +optional
 	VolumeClaimTemplateSpec *corev1.PersistentVolumeClaimSpec `json:"volumeClaimTemplateSpec,omitempty"`
 

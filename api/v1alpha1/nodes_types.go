@@ -49,7 +49,7 @@ type Controller struct {
 
 	// Resources of the slurmctld container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ContainerResources `json:"resources,omitempty"`
 
 	// Volumes of the controller.
 	// +kubebuilder:default={}
@@ -121,6 +121,7 @@ type Worker struct {
 	// replaces the workers one drained node at a time. Keys under slurm.hpc.dev/ are the
 	// operator's.
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 8192)",message="every value must be at most 8 KiB: Kubernetes takes at most 256 KiB of annotations on a pod"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
@@ -130,7 +131,7 @@ type Worker struct {
 	// CPUs from the CPU limit (or request), RealMemory from the memory limit (or request) less
 	// 5% headroom (at least 1 GiB, at most 16 GiB) for slurmd, sshd and the OS.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ContainerResources `json:"resources,omitempty"`
 
 	// CPUTopology is the CPUs of a worker's host as slurmd finds them: sockets, cores per
 	// socket, threads per core. With it, the node line describes the host (Sockets,
@@ -214,6 +215,7 @@ type Login struct {
 	// PodAnnotations go on every login pod (a secondary network, a service mesh's opt-out).
 	// Changing them replaces the login pods. Keys under slurm.hpc.dev/ are the operator's.
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 8192)",message="every value must be at most 8 KiB: Kubernetes takes at most 256 KiB of annotations on a pod"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
@@ -221,7 +223,7 @@ type Login struct {
 
 	// Resources of the sshd container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ContainerResources `json:"resources,omitempty"`
 
 	// StopNoticeSeconds is how long a login pod that is stopped (an update of its image or
 	// resources, an eviction, a node drain) keeps its ssh sessions after telling them: each
@@ -261,6 +263,9 @@ type LoginService struct {
 	Type corev1.ServiceType `json:"type,omitempty"`
 
 	// Annotations on the Service, for example to ask the cloud for a private load balancer.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 8192)",message="every value must be at most 8 KiB: Kubernetes takes at most 256 KiB of annotations on an object"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
@@ -303,7 +308,7 @@ type Accounting struct {
 
 	// Resources of the slurmdbd container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ContainerResources `json:"resources,omitempty"`
 
 	// MariadbOperator creates the database with mariadb-operator (which must be installed).
 	// +optional
@@ -343,7 +348,7 @@ type MariadbOperator struct {
 
 	// Resources of the MariaDB container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ContainerResources `json:"resources,omitempty"`
 }
 
 // MariadbStorage is the storage of the MariaDB server.
@@ -384,6 +389,8 @@ type ExternalDB struct {
 	// PasswordSecretKeyRef is the Secret key that holds the user's password. The Secret, in the
 	// cluster's namespace, must carry the label slurm.hpc.dev/allow-reference=true: the operator
 	// reads no Secret that did not opt in.
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && size(self.name) <= 253 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must name a Secret: a DNS name of lowercase letters, digits, '-' and '.'",fieldPath=".name"
+	// +kubebuilder:validation:XValidation:rule="size(self.key) <= 253 && self.key.matches('^[-._a-zA-Z0-9]+$')",message="must be a Secret key: letters, digits, '-', '_' and '.'",fieldPath=".key"
 	PasswordSecretKeyRef corev1.SecretKeySelector `json:"passwordSecretKeyRef"`
 }
 
@@ -410,7 +417,7 @@ type Exporter struct {
 
 	// Resources of the exporter container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ContainerResources `json:"resources,omitempty"`
 
 	// PerUserMetrics exports jobs and RPCs per user (the slurm_user_* metrics: one series per
 	// user, account, partition and job state). Turn it off on clusters with many users; jobs are

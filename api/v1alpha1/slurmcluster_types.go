@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -48,7 +47,7 @@ type SlurmClusterSpec struct {
 	// components mount through a volumeSourceName: the jail, the controller spool, jail sub-mounts.
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=24
 	// +optional
 	VolumeSources []VolumeSource `json:"volumeSources,omitempty"`
 
@@ -125,19 +124,24 @@ type K8sNodeFilter struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
-	// NodeSelector is a map of node labels that a node must carry.
+	// NodeSelector is a map of node labels that a node must carry: keys are label keys (an
+	// optional DNS prefix and a slash, then a name), values label values (at most 63
+	// characters of letters, digits, '-', '_' and '.', or empty).
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be a label key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 
-	// Affinity holds node affinity rules for the pods placed by this filter.
+	// Affinity holds node affinity rules for the pods placed by this filter: Kubernetes'
+	// nodeAffinity, checked at admission as Kubernetes checks a pod's.
 	// +optional
-	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	Affinity *NodeFilterAffinity `json:"affinity,omitempty"`
 
 	// Tolerations let the pods run on tainted nodes (for example GPU nodes tainted
-	// nvidia.com/gpu=present:NoSchedule).
+	// nvidia.com/gpu=present:NoSchedule), checked at admission as Kubernetes checks a pod's.
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []Toleration `json:"tolerations,omitempty"`
 }
 
 // PopulateJail configures the Job that fills an empty jail with an OS root.
@@ -145,6 +149,7 @@ type PopulateJail struct {
 	// Image holds the jail's root file system; the Job copies it into the jail volume.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Image string `json:"image,omitempty"`
 
@@ -235,6 +240,7 @@ type Images struct {
 	// Controller runs slurmctld.
 	// +kubebuilder:default="slurm-k8s/slurmctld:24.11"
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Controller string `json:"controller,omitempty"`
 
@@ -242,30 +248,35 @@ type Images struct {
 	// in the jail over the jail's own.
 	// +kubebuilder:default="slurm-k8s/slurmd:24.11"
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Worker string `json:"worker,omitempty"`
 
 	// Login runs sshd inside the jail; the users' Slurm commands are this image's.
 	// +kubebuilder:default="slurm-k8s/login:24.11"
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Login string `json:"login,omitempty"`
 
 	// Accounting runs slurmdbd.
 	// +kubebuilder:default="slurm-k8s/slurmdbd:24.11"
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Accounting string `json:"accounting,omitempty"`
 
 	// Munge runs munged beside every Slurm daemon.
 	// +kubebuilder:default="slurm-k8s/munge:24.11"
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Munge string `json:"munge,omitempty"`
 
 	// Exporter runs the Prometheus exporter.
 	// +kubebuilder:default="slurm-k8s/exporter:24.11"
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Exporter string `json:"exporter,omitempty"`
 

@@ -1,7 +1,8 @@
 // Command crdrevision numbers the SlurmCluster CRD that controller-gen wrote: it adds the
 // annotations slurm.hpc.dev/crd-revision (a number that grows by one whenever the generated CRD
-// changes) and slurm.hpc.dev/crd-digest (the SHA-256 of what controller-gen wrote), reading the
-// previous pair from the CRD committed in the operator chart. The manager updates a served CRD
+// differs from the committed one) and slurm.hpc.dev/crd-digest (the SHA-256 of what
+// controller-gen wrote), reading the previous pair from the CRD committed in the operator chart
+// (make manifests passes HEAD's copy, so running it again during a change counts once). The manager updates a served CRD
 // only to a higher revision (internal/crdupgrade), so an older manager never takes fields away.
 //
 //	go run ./hack/crdrevision GENERATED.yaml PREVIOUS.yaml

@@ -59,7 +59,7 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 		sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
 		Expect(err).NotTo(HaveOccurred())
 		sc.Namespace, sc.Name = ns, name
-		sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]string{"pool": "gpu-test"}}}
+		sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]slurmv1alpha1.LabelValue{"pool": "gpu-test"}}}
 		sc.Spec.SlurmNodes.Worker.K8sNodeFilterName = "gpu"
 		sc.Spec.SlurmNodes.Worker.Size = 2
 		Expect(k8sClient.Create(ctx, sc)).To(Succeed())

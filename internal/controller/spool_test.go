@@ -27,7 +27,7 @@ func haCluster(ctx SpecContext, name string, mode corev1.PersistentVolumeAccessM
 		}
 		Expect(k8sClient.Create(ctx, pvc)).To(Succeed())
 		sc.Spec.VolumeSources = append(sc.Spec.VolumeSources, slurmv1alpha1.VolumeSource{
-			Name: "spool", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name},
+			Name: "spool", PersistentVolumeClaim: &slurmv1alpha1.ClaimSource{ClaimName: pvc.Name},
 		})
 		sc.Spec.SlurmNodes.Controller.Size = 2
 		sc.Spec.SlurmNodes.Controller.Volumes.Spool = &slurmv1alpha1.SpoolVolume{VolumeSourceName: "spool"}

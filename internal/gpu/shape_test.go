@@ -55,7 +55,7 @@ func cluster(t *testing.T, explicit *int32) *slurmv1alpha1.SlurmCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]string{gpu.LabelPresent: "true"}}}
+	sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]slurmv1alpha1.LabelValue{gpu.LabelPresent: "true"}}}
 	sc.Spec.SlurmNodes.Worker.K8sNodeFilterName = "gpu"
 	sc.Spec.SlurmNodes.Worker.Size = 4
 	sc.Spec.SlurmNodes.Worker.GPU = explicit

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
@@ -15,7 +13,7 @@ func cluster(hostPaths ...string) *slurmv1alpha1.SlurmCluster {
 	sc := &slurmv1alpha1.SlurmCluster{}
 	sc.Spec.Images.Worker = "registry.example.com/hpc/slurmd:24.11"
 	for _, p := range hostPaths {
-		sc.Spec.VolumeSources = append(sc.Spec.VolumeSources, slurmv1alpha1.VolumeSource{Name: "v", HostPath: &corev1.HostPathVolumeSource{Path: p}})
+		sc.Spec.VolumeSources = append(sc.Spec.VolumeSources, slurmv1alpha1.VolumeSource{Name: "v", HostPath: &slurmv1alpha1.HostPathSource{Path: p}})
 	}
 	return base.WithDefaults(sc)
 }

@@ -42,7 +42,7 @@ func spec(t testing.TB, workers int32) *slurmv1alpha1.SlurmCluster {
 		t.Fatal(err)
 	}
 	sc.Name, sc.Spec.ClusterName = "demo", "demo"
-	sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]string{gpu.LabelPresent: "true"}}}
+	sc.Spec.K8sNodeFilters = []slurmv1alpha1.K8sNodeFilter{{Name: "gpu", NodeSelector: map[string]slurmv1alpha1.LabelValue{gpu.LabelPresent: "true"}}}
 	sc.Spec.SlurmNodes.Worker.K8sNodeFilterName = "gpu"
 	sc.Spec.SlurmNodes.Worker.Size = workers
 	// Two CPUs (what this machine has) and 4 GiB: the scheduling defaults are derived from them.

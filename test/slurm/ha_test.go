@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmctld"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
@@ -29,7 +27,7 @@ func checkBackupTakesOver(t *testing.T, sharedState string) {
 	defer cancel()
 	sc := spec(t, 2)
 	sc.Spec.VolumeSources = append(sc.Spec.VolumeSources, slurmv1alpha1.VolumeSource{
-		Name: "controller-spool", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "controller-spool-pvc"},
+		Name: "controller-spool", PersistentVolumeClaim: &slurmv1alpha1.ClaimSource{ClaimName: "controller-spool-pvc"},
 	})
 	sc.Spec.SlurmNodes.Controller.Size = 2
 	sc.Spec.SlurmNodes.Controller.Volumes.Spool = &slurmv1alpha1.SpoolVolume{VolumeSourceName: "controller-spool"}

@@ -82,7 +82,7 @@ func StatefulSet(in base.Input) *appsv1.StatefulSet {
 				{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 				{Name: base.VolumeJWTKey, MountPath: base.JWTKeySecretDir, ReadOnly: true},
 			},
-			Resources:      *spec.Resources.DeepCopy(),
+			Resources:      spec.Resources.Core(),
 			ReadinessProbe: base.TCPProbe("slurmdbd", 5),
 		})},
 		Volumes:   volumes,

@@ -35,7 +35,8 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 	}
 	mariadbSpec["storage"] = storage
 	if len(mo.Resources.Limits) > 0 || len(mo.Resources.Requests) > 0 {
-		res, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&mo.Resources)
+		r := mo.Resources.Core()
+		res, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
 		if err != nil {
 			return nil, err
 		}
@@ -51,9 +52,8 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 			if len(nf.NodeSelector) > 0 {
 				mariadbSpec["nodeSelector"] = base.Unstructured(nf.NodeSelector)
 			}
-			// Node affinity alone: mariadb-operator's affinity has no podAffinity.
-			if nf.Affinity != nil && nf.Affinity.NodeAffinity != nil {
-				na, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nf.Affinity.NodeAffinity)
+			if a := nf.Affinity.Core(); a != nil {
+				na, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a.NodeAffinity)
 				if err != nil {
 					return nil, err
 				}
@@ -62,7 +62,8 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 			if len(nf.Tolerations) > 0 {
 				var tols []any
 				for i := range nf.Tolerations {
-					t, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&nf.Tolerations[i])
+					core := nf.Tolerations[i].Core()
+					t, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&core)
 					if err != nil {
 						return nil, err
 					}

@@ -26,10 +26,10 @@ func SharedObjectMeta(sc *slurmv1alpha1.SlurmCluster, name string) metav1.Object
 }
 
 // Unstructured converts string labels (or a node selector) for an unstructured object.
-func Unstructured(m map[string]string) map[string]any {
+func Unstructured[V ~string](m map[string]V) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = v
+		out[k] = string(v)
 	}
 	return out
 }

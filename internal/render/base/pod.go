@@ -42,14 +42,14 @@ func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.
 	if len(f.NodeSelector) > 0 {
 		spec.NodeSelector = make(map[string]string, len(f.NodeSelector))
 		for k, v := range f.NodeSelector {
-			spec.NodeSelector[k] = v
+			spec.NodeSelector[k] = string(v)
 		}
 	}
-	if f.Affinity != nil {
-		spec.Affinity = f.Affinity.DeepCopy()
+	if a := f.Affinity.Core(); a != nil {
+		spec.Affinity = a
 	}
 	for _, t := range f.Tolerations {
-		spec.Tolerations = append(spec.Tolerations, *t.DeepCopy())
+		spec.Tolerations = append(spec.Tolerations, t.Core())
 	}
 }
 
@@ -141,22 +141,11 @@ func VolumeSourceVolume(sc *slurmv1alpha1.SlurmCluster, sourceName, name string)
 		if v.Name != sourceName {
 			continue
 		}
-		vol := corev1.Volume{Name: name}
+		vol := corev1.Volume{Name: name, VolumeSource: v.Core()}
 		switch {
-		case v.PersistentVolumeClaim != nil:
-			vol.PersistentVolumeClaim = v.PersistentVolumeClaim.DeepCopy()
-		case v.NFS != nil:
-			vol.NFS = v.NFS.DeepCopy()
-		case v.HostPath != nil:
-			if systemPath(v.HostPath.Path) {
-				return vol, fmt.Errorf("volume source %q: hostPath %q is the node's root, one of its system directories or under one (/etc, /usr, /var/lib/kubelet, …); name a directory of its own", sourceName, v.HostPath.Path)
-			}
-			vol.HostPath = v.HostPath.DeepCopy()
-		case v.EmptyDir != nil:
-			vol.EmptyDir = v.EmptyDir.DeepCopy()
-		case v.CSI != nil:
-			vol.CSI = v.CSI.DeepCopy()
-		default:
+		case v.HostPath != nil && systemPath(v.HostPath.Path):
+			return vol, fmt.Errorf("volume source %q: hostPath %q is the node's root, one of its system directories or under one (/etc, /usr, /var/lib/kubelet, …); name a directory of its own", sourceName, v.HostPath.Path)
+		case v.PersistentVolumeClaim == nil && v.NFS == nil && v.HostPath == nil && v.EmptyDir == nil && v.CSI == nil:
 			return vol, fmt.Errorf("volume source %q sets no source", sourceName)
 		}
 		return vol, nil

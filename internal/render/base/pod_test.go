@@ -66,7 +66,7 @@ func TestHostPathVolumeSourcesOnSystemDirectoriesAreRefused(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			sc := &slurmv1alpha1.SlurmCluster{}
-			sc.Spec.VolumeSources = []slurmv1alpha1.VolumeSource{{Name: "jail", HostPath: &corev1.HostPathVolumeSource{Path: tc.path}}}
+			sc.Spec.VolumeSources = []slurmv1alpha1.VolumeSource{{Name: "jail", HostPath: &slurmv1alpha1.HostPathSource{Path: tc.path}}}
 			_, err := base.VolumeSourceVolume(sc, "jail", base.VolumeJail)
 			if tc.refused && (err == nil || !strings.Contains(err.Error(), "system directories")) {
 				t.Errorf("got %v, want a refusal", err)

@@ -77,7 +77,7 @@ func Deployment(in base.Input) *appsv1.Deployment {
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: volumeToken, MountPath: tokenDir, ReadOnly: true},
 			},
-			Resources:      *spec.Resources.DeepCopy(),
+			Resources:      spec.Resources.Core(),
 			ReadinessProbe: probe(3),
 			LivenessProbe:  probe(6),
 			SecurityContext: &corev1.SecurityContext{

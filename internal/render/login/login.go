@@ -113,7 +113,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Command:      base.JailExecPivot(binds, append(base.SSHDArgs(spec.Sshd.Port), "-o", "SetEnv="+loginPodmanStorage)...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
-		Resources:    *spec.Resources.DeepCopy(),
+		Resources:    spec.Resources.Core(),
 		VolumeMounts: mounts,
 		// Not privileged: the entrypoint binds /proc, /sys, /dev and the pod's files into the
 		// jail (CAP_SYS_ADMIN, and no AppArmor profile, whose default denies mounts) and chroots

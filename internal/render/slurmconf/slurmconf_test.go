@@ -77,7 +77,7 @@ func TestCgroupOverridesReplaceGeneratedKeys(t *testing.T) {
 
 func TestWorkerResourcesLeaveHeadroom(t *testing.T) {
 	sc := cluster(1)
-	sc.Spec.SlurmNodes.Worker.Resources = corev1.ResourceRequirements{
+	sc.Spec.SlurmNodes.Worker.Resources = slurmv1alpha1.ContainerResources{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi")},
 	}

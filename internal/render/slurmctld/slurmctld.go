@@ -215,7 +215,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			)},
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			Ports:                    []corev1.ContainerPort{{Name: "slurmctld", ContainerPort: slurmfacts.SlurmctldPort}},
-			Resources:                *spec.Resources.DeepCopy(),
+			Resources:                spec.Resources.Core(),
 			VolumeMounts:             mounts,
 			ReadinessProbe:           base.TCPProbe("slurmctld", 5),
 			// Restarted when it stops answering for a minute.

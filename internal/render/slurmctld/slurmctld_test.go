@@ -76,7 +76,7 @@ func TestSlurmrestdHasItsOwnContainerAndLimit(t *testing.T) {
 	if !equality.Semantic.DeepEqual(restd.Resources, slurmctld.RestdResources(in.WorkerCount())) {
 		t.Errorf("slurmrestd's resources are %v", restd.Resources)
 	}
-	if !equality.Semantic.DeepEqual(ctld.Resources, in.Cluster.Spec.SlurmNodes.Controller.Resources) {
+	if !equality.Semantic.DeepEqual(ctld.Resources, in.Cluster.Spec.SlurmNodes.Controller.Resources.Core()) {
 		t.Errorf("slurmctld's resources are %v, the spec asks for %v", ctld.Resources, in.Cluster.Spec.SlurmNodes.Controller.Resources)
 	}
 }

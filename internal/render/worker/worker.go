@@ -63,7 +63,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		volumes = append(volumes, *spoolVol)
 	}
 
-	resources := *spec.Resources.DeepCopy()
+	resources := spec.Resources.Core()
 	for name, n := range gpuRequests(in.GPU) {
 		if resources.Limits == nil {
 			resources.Limits = corev1.ResourceList{}
