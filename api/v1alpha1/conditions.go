@@ -120,6 +120,9 @@ const (
 	// another (a scheduling default with which a job asking for a whole node could not start);
 	// the message names the field and the value used.
 	ReasonSpecValueNotUsed = "SpecValueNotUsed"
+	// ReasonPriorityClassMissing: the manager's control-plane PriorityClass does not exist (or
+	// cannot be read), so slurmctld, slurmdbd and MariaDB run without one until it does.
+	ReasonPriorityClassMissing = "PriorityClassMissing"
 	// ReasonOptionalAPIMissing: an optional object (ServiceMonitor) is left out: its API is not served.
 	ReasonOptionalAPIMissing = "OptionalAPIMissing"
 

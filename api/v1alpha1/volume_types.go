@@ -9,7 +9,6 @@ import (
 // pod.spec.volumes), with the bounds and formats Kubernetes checks on a pod's volumes, so that a
 // spec the API server admits gives pods Kubernetes accepts.
 
-
 // ClaimSource mounts an existing PersistentVolumeClaim of the cluster's namespace.
 type ClaimSource struct {
 	// ClaimName is the claim's name.

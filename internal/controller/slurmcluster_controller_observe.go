@@ -29,6 +29,8 @@ type observed struct {
 	childrenUnknown bool
 	// renderWarnings are spec values the render did not use (Degraded says which).
 	renderWarnings []string
+	// priorityClassMissing says why the control-plane PriorityClass was left out of the pods.
+	priorityClassMissing string
 	// renderReason is the condition reason of renderErr (slurmv1alpha1.ReasonRenderFailed when empty).
 	renderReason string
 	gpu          gpu.Result

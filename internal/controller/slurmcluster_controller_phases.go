@@ -185,9 +185,9 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 			poll = DefaultSlurmPollInterval
 		}
 		return ctrl.Result{RequeueAfter: poll}
-	case !f.settled() || f.databaseErr != "":
+	case !f.settled() || f.databaseErr != "" || f.priorityClassMissing != "":
 		// Pods, load balancers and Jobs change without touching our objects' specs, and the
-		// database password's Secret is not watched: look again.
+		// database password's Secret and PriorityClasses are not watched: look again.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}
 	}
 	return ctrl.Result{}
@@ -197,9 +197,11 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 // keeps leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
 func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
 	workers := s.facts.scaling.replicas
-	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU,
-		ControlPlanePriorityClass: r.ControlPlanePriorityClass}
+	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
 	var err error
+	if in.ControlPlanePriorityClass, s.facts.priorityClassMissing, err = r.controlPlanePriorityClass(ctx); err != nil {
+		return err
+	}
 	if in.NodeAddresses, err = r.nodeAddresses(ctx, s.desired); err != nil {
 		return err
 	}

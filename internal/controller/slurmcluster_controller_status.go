@@ -124,6 +124,9 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		}
 		add(slurmv1alpha1.ReasonWorkerNodeLost, "worker pods stranded on lost Kubernetes nodes (bring the node back, or taint it node.kubernetes.io/out-of-service): "+strings.Join(lost, "; "))
 	}
+	if o.priorityClassMissing != "" {
+		add(slurmv1alpha1.ReasonPriorityClassMissing, o.priorityClassMissing)
+	}
 	if nodes.Exporter.Enabled && !o.serviceMonitorAPI && o.renderErr == nil && o.phaseErr == nil {
 		add(slurmv1alpha1.ReasonOptionalAPIMissing, "no ServiceMonitor: the monitoring.coreos.com API is not served")
 	}

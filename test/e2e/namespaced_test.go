@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,9 @@ import (
 // TestNamespacedInstall installs the operator chart's RBAC with watchNamespaces, on a real API
 // server, and runs the manager as the chart's service account with the namespaces the chart
 // passes: a cluster in a watched namespace is reconciled with the Roles alone (a missing right
-// would show in Degraded), and one elsewhere is left alone.
+// would show in Degraded), and one elsewhere is left alone. The chart's PriorityClass is not
+// installed at first: the control plane runs without it, Degraded says so, and it is taken up
+// once it exists.
 func TestNamespacedInstall(t *testing.T) {
 	assets := realComponents(t, "needs helm and a real API server")
 	root := fixtures.RepoRoot()
@@ -80,7 +83,7 @@ func TestNamespacedInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := (&controller.SlurmClusterReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("slurm-operator")}).SetupWithManager(mgr); err != nil {
+		Recorder: mgr.GetEventRecorder("slurm-operator"), ControlPlanePriorityClass: "slurm-control-plane"}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	mctx, stop := context.WithCancel(ctx)
@@ -99,24 +102,49 @@ func TestNamespacedInstall(t *testing.T) {
 		}
 	}
 	name := func(ns string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: "fpt-hpc"} }
-	deadline := time.Now().Add(time.Minute)
-	for {
-		sc := &slurmv1alpha1.SlurmCluster{}
-		err := c.Get(ctx, name("slurm-a"), sc)
-		d := meta.FindStatusCondition(sc.Status.Conditions, "Degraded")
-		w := &appsv1.StatefulSet{}
-		werr := c.Get(ctx, types.NamespacedName{Namespace: "slurm-a", Name: "fpt-hpc-worker"}, w)
-		if err == nil && d != nil && werr == nil && sc.Status.ObservedGeneration == sc.Generation {
-			// The sample's exporter has no ServiceMonitor API here; nothing else may be wrong.
-			if d.Reason != "OptionalAPIMissing" {
-				t.Fatalf("Degraded with the namespaced Roles: %s: %s", d.Reason, d.Message)
+	// reconciled waits until the cluster in slurm-a is reconciled with Degraded's reason want,
+	// and returns its controller StatefulSet's PriorityClass.
+	reconciled := func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			sc := &slurmv1alpha1.SlurmCluster{}
+			err := c.Get(ctx, name("slurm-a"), sc)
+			d := meta.FindStatusCondition(sc.Status.Conditions, "Degraded")
+			w := &appsv1.StatefulSet{}
+			werr := c.Get(ctx, types.NamespacedName{Namespace: "slurm-a", Name: "fpt-hpc-worker"}, w)
+			ctl := &appsv1.StatefulSet{}
+			cerr := c.Get(ctx, types.NamespacedName{Namespace: "slurm-a", Name: "fpt-hpc-controller"}, ctl)
+			if err == nil && d != nil && werr == nil && cerr == nil && sc.Status.ObservedGeneration == sc.Generation && d.Reason == want {
+				return ctl.Spec.Template.Spec.PriorityClassName
 			}
-			break
+			if time.Now().After(deadline) {
+				var got string
+				if d != nil {
+					got = d.Reason + ": " + d.Message
+				}
+				t.Fatalf("the cluster in the watched namespace: not reconciled with Degraded %s: %v %v %v; Degraded %s", want, err, werr, cerr, got)
+			}
+			time.Sleep(300 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster in the watched namespace was not reconciled: %v %v %+v", err, werr, sc.Status.Conditions)
-		}
-		time.Sleep(300 * time.Millisecond)
+	}
+	// Without the class, and with the right to read it (a refused read would say so instead).
+	if class := reconciled("PriorityClassMissing"); class != "" {
+		t.Fatalf("slurmctld asks for the PriorityClass %q, which does not exist: Kubernetes would refuse its pods", class)
+	}
+	sc := &slurmv1alpha1.SlurmCluster{}
+	if err := c.Get(ctx, name("slurm-a"), sc); err != nil {
+		t.Fatal(err)
+	}
+	if d := meta.FindStatusCondition(sc.Status.Conditions, "Degraded"); !strings.Contains(d.Message, "the PriorityClass slurm-control-plane (the manager's --control-plane-priority-class, the operator chart's priorityClass.name) does not exist") {
+		t.Fatalf("Degraded does not name the missing class: %s", d.Message)
+	}
+	if err := c.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "slurm-control-plane"}, Value: 1000000}); err != nil {
+		t.Fatal(err)
+	}
+	// The sample's exporter has no ServiceMonitor API here; nothing else may be wrong.
+	if class := reconciled("OptionalAPIMissing"); class != "slurm-control-plane" {
+		t.Fatalf("slurmctld's PriorityClass once it exists: %q", class)
 	}
 	time.Sleep(2 * time.Second)
 	other := &slurmv1alpha1.SlurmCluster{}
