@@ -12,8 +12,8 @@ import (
 type LabelValue string
 
 // Toleration is Kubernetes' toleration of a taint (kubectl explain pod.spec.tolerations).
-// +kubebuilder:validation:XValidation:rule="(has(self.key) && self.key != ”) || self.operator == 'Exists'",message="operator must be Exists when key is empty (a toleration of every taint)",fieldPath=".operator"
-// +kubebuilder:validation:XValidation:rule="self.operator != 'Exists' || !has(self.value) || self.value == ”",message="value must be empty when operator is Exists",fieldPath=".value"
+// +kubebuilder:validation:XValidation:rule="(has(self.key) && size(self.key) > 0) || self.operator == 'Exists'",message="operator must be Exists when key is empty (a toleration of every taint)",fieldPath=".operator"
+// +kubebuilder:validation:XValidation:rule="self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="value must be empty when operator is Exists",fieldPath=".value"
 // +kubebuilder:validation:XValidation:rule="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",message="tolerationSeconds needs effect NoExecute",fieldPath=".tolerationSeconds"
 type Toleration struct {
 	// Key is the taint's key; empty with operator Exists tolerates every taint.

@@ -104,6 +104,9 @@ func podFieldEdits() []podFieldEdit {
 		{"a controller spool claim template of an unknown access mode", setTo("spec.slurmNodes.controller.volumes", map[string]any{"spool": map[string]any{"volumeClaimTemplateSpec": map[string]any{"accessModes": []any{"ReadWriteSome"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}}}), "spec.slurmNodes.controller.volumes.spool.volumeClaimTemplateSpec.accessModes"},
 
 		// Images, Secrets, names, annotations.
+		{"a pull Secret name with capitals", setTo("spec.images.pullSecrets", []any{map[string]any{"name": "RegCred"}}), "spec.images.pullSecrets[0].name"},
+		{"two pull Secrets of one name", setTo("spec.images.pullSecrets", []any{map[string]any{"name": "regcred"}, map[string]any{"name": "regcred"}}), "spec.images.pullSecrets[1]"},
+		{"pull Secrets (valid)", setTo("spec.images.pullSecrets", []any{map[string]any{"name": "regcred"}, map[string]any{"name": "mirror.example"}}), ""},
 		{"an image with a space", setTo("spec.images.worker", "slurm-k8s/worker :24.11"), "spec.images.worker"},
 		{"an empty image", setTo("spec.images.login", ""), "spec.images.login"},
 		{"an image with a trailing newline", setTo("spec.images.controller", "slurm-k8s/controller:24.11\n"), "spec.images.controller"},

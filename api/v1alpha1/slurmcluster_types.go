@@ -285,6 +285,16 @@ type Images struct {
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	// +optional
 	PullPolicy string `json:"pullPolicy,omitempty"`
+
+	// PullSecrets name Secrets of the cluster's namespace that hold credentials for the
+	// images' registry (type kubernetes.io/dockerconfigjson, as kubectl create secret
+	// docker-registry makes): every pod of the cluster lists them as imagePullSecrets.
+	// Changing them replaces the pods (their template changes).
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	PullSecrets []SecretName `json:"pullSecrets,omitempty"`
 }
 
 // SlurmClusterStatus is what the operator observed the last time it reconciled.

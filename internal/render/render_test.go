@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
@@ -270,5 +272,55 @@ func TestTheControlPlanePriorityClassIsTheControlPlanes(t *testing.T) {
 		if c, ok := got[name]; !ok || c != class {
 			t.Errorf("%s: priority class %q (rendered %v), want %q", name, c, ok, class)
 		}
+	}
+}
+
+// spec.images.pullSecrets reach every pod of the cluster, the populate Job's and MariaDB's
+// included, in their order.
+func TestPullSecretsReachEveryPod(t *testing.T) {
+	sc, err := fixtures.Sample(samples[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.Images.PullSecrets = []slurmv1alpha1.SecretName{{Name: "regcred"}, {Name: "mirror"}}
+	in := fixtures.Input(sc)
+	in.Optional.MariaDB = true
+	parts, err := render.All(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "mirror"}}
+	pods := 0
+	for _, p := range parts {
+		for _, o := range p.Objects {
+			var got []corev1.LocalObjectReference
+			switch v := o.(type) {
+			case *appsv1.StatefulSet:
+				got = v.Spec.Template.Spec.ImagePullSecrets
+			case *appsv1.Deployment:
+				got = v.Spec.Template.Spec.ImagePullSecrets
+			case *batchv1.Job:
+				got = v.Spec.Template.Spec.ImagePullSecrets
+			case *unstructured.Unstructured:
+				if v.GetKind() != "MariaDB" {
+					continue
+				}
+				refs, _, _ := unstructured.NestedSlice(v.Object, "spec", "imagePullSecrets")
+				for _, r := range refs {
+					name, _, _ := unstructured.NestedString(r.(map[string]any), "name")
+					got = append(got, corev1.LocalObjectReference{Name: name})
+				}
+			default:
+				continue
+			}
+			pods++
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%T %s: imagePullSecrets %v, want %v", o, o.GetName(), got, want)
+			}
+		}
+	}
+	// controller, worker, login, accounting, exporter, populate Job, MariaDB
+	if pods < 7 {
+		t.Errorf("looked at %d pod templates, want every component's", pods)
 	}
 }

@@ -174,6 +174,23 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("the operator chart's image.pullSecrets reach the manager's pod, and none by default", func(t *testing.T) {
+		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--show-only", "templates/deployment.yaml", "--set", "image.pullSecrets={regcred,mirror}")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Spec.Template.Spec.ImagePullSecrets; len(got) != 2 || got[0].Name != "regcred" || got[1].Name != "mirror" {
+			t.Errorf("imagePullSecrets: %v", got)
+		}
+		if out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--show-only", "templates/deployment.yaml"); err != nil || strings.Contains(out, "imagePullSecrets") {
+			t.Errorf("by default: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("the operator may patch nodes only when outOfServiceTaintAfter asks for the taint", func(t *testing.T) {
 		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system")
 		if err != nil || strings.Contains(out, "out-of-service") {

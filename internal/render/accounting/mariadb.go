@@ -42,6 +42,14 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 		}
 		mariadbSpec["resources"] = res
 	}
+	// The images' registry credentials, for a site that mirrors MariaDB's image with its own.
+	if ps := sc.Spec.Images.PullSecrets; len(ps) > 0 {
+		var refs []any
+		for _, s := range ps {
+			refs = append(refs, map[string]any{"name": s.Name})
+		}
+		mariadbSpec["imagePullSecrets"] = refs
+	}
 	if in.ControlPlanePriorityClass != "" {
 		mariadbSpec["priorityClassName"] = in.ControlPlanePriorityClass
 	}
