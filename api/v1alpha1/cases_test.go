@@ -144,6 +144,8 @@ func invalidCases() []invalidCase {
 		{"a cgroup.conf value with a newline", setTo("spec.slurmConfig.cgroupConfig", map[string]any{"ConstrainCores": "yes\nCgroupPlugin=x"}), "spec.slurmConfig.cgroupConfig.ConstrainCores", "should match"},
 		{"a health check interval of 5 seconds", setTo("spec.periodicChecks", map[string]any{"intervalSeconds": 5}), "spec.periodicChecks.intervalSeconds", "greater than or equal to 10"},
 		{"an unknown health check", setTo("spec.periodicChecks", map[string]any{"checks": []any{"Disk"}}), "spec.periodicChecks.checks[0]", "Unsupported value"},
+		{"a drain on the Ready condition", setTo("spec.slurmNodes.worker.drainOnNodeConditions", []any{"KernelDeadlock", "Ready"}), "spec.slurmNodes.worker.drainOnNodeConditions", "Ready is followed already"},
+		{"a drain condition type with a space", setTo("spec.slurmNodes.worker.drainOnNodeConditions", []any{"Kernel Deadlock"}), "spec.slurmNodes.worker.drainOnNodeConditions[0]", "should match"},
 		{"a name too long to prefix child objects", setTo("metadata.name", strings.Repeat("a", 41)), "metadata.name", "at most 40"},
 		{"a name with a dot (no valid Service name)", setTo("metadata.name", "team.a"), "metadata.name", "DNS label"},
 		{"a name starting with a digit", setTo("metadata.name", "1cluster"), "metadata.name", "DNS label"},

@@ -107,6 +107,20 @@ type Worker struct {
 	// +optional
 	UpdateStrategy WorkerUpdateStrategy `json:"updateStrategy,omitempty"`
 
+	// DrainOnNodeConditions are Kubernetes node condition types (Node Problem Detector's
+	// KernelDeadlock or ReadonlyFilesystem, a GPU health agent's) that mean a node should run no
+	// jobs: while one is True on a worker's node, the worker is drained in Slurm with the
+	// condition's type, reason and message, and the drain is lifted when every such condition is
+	// False again, as for a cordoned or not ready node. An admin's drain is never lifted. Ready
+	// is followed already.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=316
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!self.exists(c, c == 'Ready')",message="Ready is followed already: a worker on a node that is not ready is drained"
+	// +listType=set
+	// +optional
+	DrainOnNodeConditions []string `json:"drainOnNodeConditions,omitempty"`
+
 	// GresAutoDetect is gres.conf's AutoDetect: off (the default) lists the device files
 	// /dev/nvidia0…N; nvidia lets slurmd find the GPUs itself from the driver's device files, with
 	// no library (it sees no MIG devices); nvml asks NVML, which also finds MIG devices but needs

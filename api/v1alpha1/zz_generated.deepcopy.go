@@ -1072,6 +1072,11 @@ func (in *Worker) DeepCopyInto(out *Worker) {
 		**out = **in
 	}
 	in.UpdateStrategy.DeepCopyInto(&out.UpdateStrategy)
+	if in.DrainOnNodeConditions != nil {
+		in, out := &in.DrainOnNodeConditions, &out.DrainOnNodeConditions
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.PodAnnotations != nil {
 		in, out := &in.PodAnnotations, &out.PodAnnotations
 		*out = make(map[string]string, len(*in))

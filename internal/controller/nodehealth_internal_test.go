@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,8 +36,43 @@ func TestWhatKeepsANodeFromRunningJobs(t *testing.T) {
 		{"a GPU taken out by the device plugin", node(false, corev1.ConditionTrue, "7"), 8, "has 7 of 8 GPUs allocatable"},
 		{"GPUs not checked on a CPU-only cluster", node(false, corev1.ConditionTrue, "0"), 0, ""},
 	} {
-		if got := nodeProblem(tc.n, tc.gpus); got != tc.want {
+		if got := nodeProblem(tc.n, tc.gpus, nil); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A condition the admin names drains the node while it is True, with its words; others, and the
+// named ones when False, do not. Cordoned and not ready come first.
+func TestNamedNodeConditionsKeepANodeFromRunningJobs(t *testing.T) {
+	named := []string{"KernelDeadlock", "example.com/GPUProblem"}
+	node := func(conds ...corev1.NodeCondition) *corev1.Node {
+		n := &corev1.Node{}
+		n.Status.Conditions = append([]corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}, conds...)
+		return n
+	}
+	long := strings.Repeat("x", 300)
+	for _, tc := range []struct {
+		name string
+		n    *corev1.Node
+		want string
+	}{
+		{"named, True", node(corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "DockerHung", Message: "task docker:7 blocked\nfor more than 120 seconds."}),
+			"has condition KernelDeadlock (DockerHung: task docker:7 blocked for more than 120 seconds.)"},
+		{"named, False", node(corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock"}), ""},
+		{"named, Unknown", node(corev1.NodeCondition{Type: "example.com/GPUProblem", Status: corev1.ConditionUnknown}), ""},
+		{"not named, True", node(corev1.NodeCondition{Type: "FrequentKubeletRestart", Status: corev1.ConditionTrue}), ""},
+		{"named, True, no words", node(corev1.NodeCondition{Type: "example.com/GPUProblem", Status: corev1.ConditionTrue}), "has condition example.com/GPUProblem"},
+		{"named, True, a long message", node(corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Message: long}),
+			"has condition KernelDeadlock (" + strings.Repeat("x", maxConditionText-1) + "…)"},
+	} {
+		if got := nodeProblem(tc.n, 0, named); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	cordoned := node(corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue})
+	cordoned.Spec.Unschedulable = true
+	if got := nodeProblem(cordoned, 0, named); got != "is cordoned" {
+		t.Errorf("cordoned with a named condition: %q", got)
 	}
 }

@@ -9,13 +9,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 var _ = Describe("Kubernetes node health against a real Slurm cluster", func() {
-	It("drains a worker whose node is cordoned or not ready, resumes it when healthy, and leaves an admin's drain alone", func(ctx SpecContext) {
-		ns, sc := minimalCluster(ctx, "health", 2, nil)
+	It("drains a worker whose node is cordoned, not ready or has a named condition, resumes it when healthy, and leaves an admin's drain alone", func(ctx SpecContext) {
+		ns, sc := minimalCluster(ctx, "health", 2, func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.Worker.DrainOnNodeConditions = []string{"KernelDeadlock"}
+		})
 		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 2)
 		hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -63,6 +66,18 @@ var _ = Describe("Kubernetes node health against a real Slurm cluster", func() {
 		setReady(ctx, nodeNames[1], corev1.ConditionTrue)
 		Eventually(func(g Gomega) { g.Expect(node("worker-1")(g).Has("DRAIN")).To(BeFalse()) }).WithTimeout(timeout).Should(Succeed())
 
+		By("node-b with Node Problem Detector's KernelDeadlock True: drained with the condition's words; False again: resumed")
+		setConditions(ctx, nodeNames[1], corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "DockerHung", Message: "task docker:7 blocked for more than 120 seconds."})
+		Eventually(func(g Gomega) {
+			n := node("worker-1")(g)
+			g.Expect(n.Has("DRAIN")).To(BeTrue())
+			g.Expect(n.Reason).To(Equal(slurmfacts.DrainKubernetesNode + " " + nodeNames[1] + " has condition KernelDeadlock (DockerHung: task docker:7 blocked for more than 120 seconds.)"))
+		}).WithTimeout(timeout).Should(Succeed())
+		By("a condition not named (FrequentKubeletRestart True) with KernelDeadlock False: resumed")
+		setConditions(ctx, nodeNames[1], corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionFalse, Reason: "KernelHasNoDeadlock"},
+			corev1.NodeCondition{Type: "FrequentKubeletRestart", Status: corev1.ConditionTrue, Reason: "FrequentKubeletRestart"})
+		Eventually(func(g Gomega) { g.Expect(node("worker-1")(g).Has("DRAIN")).To(BeFalse()) }).WithTimeout(timeout).Should(Succeed())
+
 		By("an admin drains worker-0 first, then node-a is cordoned and uncordoned: the admin's drain stays")
 		_, err := cluster.Exec(hctx, "health-login-0", "scontrol", "update", "nodename=worker-0", "state=drain", "reason=disk check by admin")
 		Expect(err).NotTo(HaveOccurred())
@@ -95,6 +110,22 @@ func setReady(ctx SpecContext, name string, status corev1.ConditionStatus) {
 			return err
 		}
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		return k8sClient.Status().Update(ctx, n)
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// setConditions sets the node's conditions: Ready True, then these.
+func setConditions(ctx SpecContext, name string, conds ...corev1.NodeCondition) {
+	Eventually(func() error {
+		n := &corev1.Node{}
+		if err := k8sClient.Get(ctx, key("", name), n); err != nil {
+			return err
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		for _, c := range conds {
+			c.LastHeartbeatTime, c.LastTransitionTime = metav1.Now(), metav1.Now()
+			n.Status.Conditions = append(n.Status.Conditions, c)
+		}
 		return k8sClient.Status().Update(ctx, n)
 	}).WithTimeout(timeout).Should(Succeed())
 }

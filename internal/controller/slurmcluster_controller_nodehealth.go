@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,7 @@ func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconc
 			continue
 		}
 		name := slurmName(p)
-		if why := nodeProblem(node, podGPUs(p)); why != "" {
+		if why := nodeProblem(node, podGPUs(p), sc.Spec.SlurmNodes.Worker.DrainOnNodeConditions); why != "" {
 			problems[name] = fmt.Sprintf("%s %s %s", slurmfacts.DrainKubernetesNode, node.Name, why)
 			if !podReady(p) {
 				s.facts.unhealthyNodeWorkers = append(s.facts.unhealthyNodeWorkers, fmt.Sprintf("pod %s: Kubernetes node %s %s", p.Name, node.Name, why))
@@ -100,13 +101,19 @@ func podGPUs(p corev1.Pod) int64 {
 }
 
 // nodeProblem says what keeps a Kubernetes node from running jobs, or "" when nothing does.
-// gpus is how many GPUs the worker pod on it asked for (0: none, not checked).
-func nodeProblem(n *corev1.Node, gpus int64) string {
+// gpus is how many GPUs the worker pod on it asked for (0: none, not checked); conditions are
+// the condition types that mean a problem when True (spec.slurmNodes.worker.drainOnNodeConditions).
+func nodeProblem(n *corev1.Node, gpus int64, conditions []string) string {
 	switch {
 	case n.Spec.Unschedulable:
 		return "is cordoned"
 	case !nodeReady(n):
 		return "is not ready"
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && slices.Contains(conditions, string(c.Type)) {
+			return conditionProblem(c)
+		}
 	}
 	if gpus > 0 {
 		have := n.Status.Allocatable[slurmfacts.GPUResource]
@@ -115,6 +122,24 @@ func nodeProblem(n *corev1.Node, gpus int64) string {
 		}
 	}
 	return ""
+}
+
+// maxConditionText bounds what a drain reason quotes of a condition's reason and message.
+const maxConditionText = 160
+
+// conditionProblem is the drain reason's words for a problem condition: its type, reason and
+// message, the text bounded (Slurm shows the reason in sinfo -R and scontrol show node).
+func conditionProblem(c corev1.NodeCondition) string {
+	text := strings.TrimSpace(strings.Join(strings.Fields(strings.TrimSpace(c.Reason+": "+c.Message)), " "))
+	text = strings.TrimSuffix(strings.TrimPrefix(text, ":"), ":")
+	text = strings.TrimSpace(text)
+	if r := []rune(text); len(r) > maxConditionText {
+		text = string(r[:maxConditionText-1]) + "…"
+	}
+	if text == "" {
+		return "has condition " + string(c.Type)
+	}
+	return "has condition " + string(c.Type) + " (" + text + ")"
 }
 
 // nodeReady reports whether the node's Ready condition is True. A node with no Ready condition
