@@ -48,7 +48,7 @@ var (
 	}, []string{"namespace", "slurmcluster"})
 	nodeHealthDrained = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slurm_operator_workers_drained_for_node_health",
-		Help: "Workers drained because their Kubernetes node is cordoned, not ready or short of GPUs.",
+		Help: "Workers drained because their Kubernetes node is cordoned, not ready, short of GPUs or has a condition named in drainOnNodeConditions.",
 	}, []string{"namespace", "slurmcluster"})
 	strandedWorkers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slurm_operator_stranded_worker_pods",

@@ -79,7 +79,7 @@ const (
 	// DrainHealth starts the reason of a node the health check drained.
 	DrainHealth = DrainReasonPrefix + "health:"
 	// DrainKubernetesNode starts the reason of a worker whose Kubernetes node is cordoned, not
-	// ready, or short of GPUs; the rest of the reason says which.
+	// ready, short of GPUs, or has a problem condition; the rest of the reason says which.
 	DrainKubernetesNode = DrainReasonPrefix + "kubernetes node"
 )
 
