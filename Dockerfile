@@ -9,6 +9,8 @@ COPY go.mod go.sum ./
 COPY api/ api/
 COPY cmd/ cmd/
 COPY internal/ internal/
+# The CRD the manager keeps served (--upgrade-crd), embedded by config/crd.
+COPY config/crd/ config/crd/
 RUN --mount=type=cache,target=/root/.cache/go-build --mount=type=cache,target=/go/pkg/mod \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/manager ./cmd/manager
 

@@ -41,7 +41,7 @@ accounting|images/accounting/Dockerfile|docker.io/slurm-k8s/slurmdbd:$TAG_SLURM|
 worker|images/worker/Dockerfile|docker.io/slurm-k8s/slurmd:$TAG_SLURM|@slurm-base go.mod go.sum cmd/slurm-jail-exec cmd/slurm-bundle internal/jailexec internal/slurmfacts internal/slurmbundle
 login|images/login/Dockerfile|docker.io/slurm-k8s/login:$TAG_SLURM|@worker
 jail|images/jail/Dockerfile|docker.io/slurm-k8s/jail:$TAG_SLURM|@slurm-base
-manager|Dockerfile|docker.io/slurm-k8s/slurm-operator:$MANAGER_TAG|go.mod go.sum api cmd internal
+manager|Dockerfile|docker.io/slurm-k8s/slurm-operator:$MANAGER_TAG|go.mod go.sum api cmd internal config/crd
 exporter|images/exporter/Dockerfile|docker.io/slurm-k8s/exporter:$TAG_SLURM|go.mod go.sum api cmd/slurm-exporter internal
 mariadb|test/node/mariadb/Dockerfile|docker.io/slurm-k8s-test/mariadb:11|
 "
