@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"unicode/utf8"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -140,7 +142,8 @@ func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 }
 
 // slimNode keeps of a Node only what the GPU shape and node health need: name, labels,
-// allocatable GPUs, cordon and readiness.
+// allocatable GPUs, cordon, readiness, and the other conditions that are True (the problems a
+// cluster may name in drainOnNodeConditions; a healthy node has none), their messages bounded.
 // Heartbeats and images change node status all the time; the cache need not hold them.
 func slimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
@@ -155,11 +158,24 @@ func slimNode(obj any) (any, error) {
 		if c.Type == corev1.NodeReady {
 			// Since when: a worker stranded on a lost node is tainted out of service after a
 			// while (the time changes with the status, not with heartbeats).
-			slim.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+			slim.Status.Conditions = append(slim.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		} else if c.Status == corev1.ConditionTrue {
+			slim.Status.Conditions = append(slim.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: boundedText(c.Message, 512)})
 		}
 	}
 	if q, ok := n.Status.Allocatable[slurmfacts.GPUResource]; ok {
 		slim.Status.Allocatable = corev1.ResourceList{slurmfacts.GPUResource: q}
 	}
 	return slim, nil
+}
+
+// boundedText is s cut to at most n bytes, on a character boundary.
+func boundedText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

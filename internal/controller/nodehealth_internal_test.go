@@ -3,9 +3,11 @@ package controller
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
@@ -74,5 +76,37 @@ func TestNamedNodeConditionsKeepANodeFromRunningJobs(t *testing.T) {
 	cordoned.Spec.Unschedulable = true
 	if got := nodeProblem(cordoned, 0, named); got != "is cordoned" {
 		t.Errorf("cordoned with a named condition: %q", got)
+	}
+}
+
+// The cache keeps a node's problem conditions (True, not Ready), their messages bounded, and
+// drops the rest; a heartbeat is no change worth a reconcile, a new problem is.
+func TestTheNodeCacheKeepsProblemConditions(t *testing.T) {
+	n := &corev1.Node{}
+	n.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory"},
+		{Type: "KernelDeadlock", Status: corev1.ConditionTrue, Reason: "DockerHung", Message: strings.Repeat("é", 400)},
+	}
+	out, err := slimNode(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := out.(*corev1.Node)
+	if len(slim.Status.Conditions) != 2 || slim.Status.Conditions[0].Type != corev1.NodeReady || slim.Status.Conditions[1].Type != "KernelDeadlock" {
+		t.Fatalf("kept conditions: %+v", slim.Status.Conditions)
+	}
+	if m := slim.Status.Conditions[1].Message; len(m) > 512 || !utf8.ValidString(m) || slim.Status.Conditions[1].Reason != "DockerHung" {
+		t.Errorf("the problem's words: %d bytes, valid %t, reason %q", len(m), utf8.ValidString(m), slim.Status.Conditions[1].Reason)
+	}
+	beat := n.DeepCopy()
+	beat.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	if problemConditions(beat) != problemConditions(n) {
+		t.Error("a heartbeat changed the node's problems")
+	}
+	worse := n.DeepCopy()
+	worse.Status.Conditions = append(worse.Status.Conditions, corev1.NodeCondition{Type: "ReadonlyFilesystem", Status: corev1.ConditionTrue})
+	if problemConditions(worse) == problemConditions(n) {
+		t.Error("a new problem condition went unnoticed")
 	}
 }

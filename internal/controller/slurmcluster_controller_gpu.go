@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,7 +60,7 @@ func nodeChangeMatters() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			if oldN.Spec.Unschedulable != newN.Spec.Unschedulable || nodeReady(oldN) != nodeReady(newN) {
+			if oldN.Spec.Unschedulable != newN.Spec.Unschedulable || nodeReady(oldN) != nodeReady(newN) || problemConditions(oldN) != problemConditions(newN) {
 				return true
 			}
 			for k, v := range newN.Labels {
@@ -76,4 +78,18 @@ func nodeChangeMatters() predicate.Predicate {
 			return oldQ.Cmp(newQ) != 0
 		},
 	}
+}
+
+// problemConditions sums up a node's True conditions other than Ready (types, reasons and
+// messages), which drainOnNodeConditions may name: a change of them is worth a reconcile, a
+// heartbeat is not.
+func problemConditions(n *corev1.Node) string {
+	var out []string
+	for _, c := range n.Status.Conditions {
+		if c.Type != corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			out = append(out, string(c.Type)+"\x00"+c.Reason+"\x00"+c.Message)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\x01")
 }
