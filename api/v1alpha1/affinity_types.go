@@ -12,8 +12,8 @@ import (
 type LabelValue string
 
 // Toleration is Kubernetes' toleration of a taint (kubectl explain pod.spec.tolerations).
-// +kubebuilder:validation:XValidation:rule="(has(self.key) && size(self.key) > 0) || self.operator == 'Exists'",message="operator must be Exists when key is empty (a toleration of every taint)",fieldPath=".operator"
-// +kubebuilder:validation:XValidation:rule="self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="value must be empty when operator is Exists",fieldPath=".value"
+// +kubebuilder:validation:XValidation:rule="(has(self.key) && size(self.key) > 0) || (has(self.operator) && self.operator == 'Exists')",message="operator must be Exists when key is empty (a toleration of every taint)",fieldPath=".operator"
+// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="value must be empty when operator is Exists",fieldPath=".value"
 // +kubebuilder:validation:XValidation:rule="!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",message="tolerationSeconds needs effect NoExecute",fieldPath=".tolerationSeconds"
 type Toleration struct {
 	// Key is the taint's key; empty with operator Exists tolerates every taint.
@@ -22,9 +22,9 @@ type Toleration struct {
 	// +optional
 	Key string `json:"key,omitempty"`
 
-	// Operator is Equal (the taint's value must be Value) or Exists (any value).
-	// +kubebuilder:validation:Enum=Equal;Exists
-	// +kubebuilder:default=Equal
+	// Operator is Equal (the taint's value must be Value; also when empty) or Exists (any
+	// value). No default is filled in: an empty operator stays empty in the pods, as written.
+	// +kubebuilder:validation:Enum="";Equal;Exists
 	// +optional
 	Operator corev1.TolerationOperator `json:"operator,omitempty"`
 

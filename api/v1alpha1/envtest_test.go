@@ -139,6 +139,19 @@ var _ = Describe("the SlurmCluster CRD", func() {
 		Expect(sc.Spec.SlurmNodes.Login.Sshd.Port).To(Equal(int32(22)))
 		Expect(string(sc.Spec.SlurmNodes.Login.Service.Type)).To(Equal("LoadBalancer"))
 	})
+
+	// A toleration written without an operator keeps it empty: a default filled in here would
+	// change the rendered pods of every cluster that wrote one so, and roll their workers.
+	It("keeps a toleration's operator as written, and its pods' tolerations with it", func(ctx SpecContext) {
+		obj := baseManifest()
+		setTo("metadata.name", "tolerations")(obj)
+		setTo("spec.k8sNodeFilters[0].tolerations", []any{map[string]any{"key": "dedicated", "value": "hpc", "effect": "NoSchedule"}})(obj)
+		Expect(create(ctx, obj, "default")).To(Succeed())
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: "tolerations"}, sc)).To(Succeed())
+		Expect(sc.Spec.K8sNodeFilters[0].Tolerations).To(HaveLen(1))
+		Expect(sc.Spec.K8sNodeFilters[0].Tolerations[0].Core()).To(Equal(corev1.Toleration{Key: "dedicated", Value: "hpc", Effect: corev1.TaintEffectNoSchedule}))
+	})
 })
 
 var _ = Describe("kubectl against the API server", func() {
