@@ -13,13 +13,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
 )
 
 // TestChartsInstallOnARealAPIServer lints both charts with the real helm and applies what they
@@ -101,26 +99,13 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		}
 	})
 
-	env, c, kubeconfig, err := kube.StartEnv(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	kubectl, err := kube.Kubectl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, kubeconfig, kubectl := apiServer(ctx, t, nil, "slurm-system", "fpt-hpc")
 	apply := func(manifest string) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", "-")
 		cmd.Stdin = strings.NewReader(manifest)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("kubectl apply: %v\n%s", err, out)
-		}
-	}
-	for _, ns := range []string{"slurm-system", "fpt-hpc"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
 		}
 	}
 

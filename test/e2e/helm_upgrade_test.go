@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +22,7 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/config/crd"
 	"github.com/slurm-k8s/slurm-operator/internal/crdupgrade"
-	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/syncbuf"
 )
 
 // previousChart is the commit whose operator chart (0.1.0) stands for the release before this
@@ -56,15 +55,7 @@ func TestHelmUpgradeUpgradesTheCRD(t *testing.T) {
 		t.Fatalf("this release's CRD has revision %d (%v): make manifests numbers it", shipped, err)
 	}
 
-	env, c, kubeconfig, err := kube.StartEnv(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	kubectl, err := kube.Kubectl()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, c, kubeconfig, kubectl := apiServer(ctx, t, nil, "slurm-system", "fpt-hpc")
 	run := func(name string, args ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, name, args...)
@@ -76,11 +67,6 @@ func TestHelmUpgradeUpgradesTheCRD(t *testing.T) {
 		return string(out)
 	}
 	helm := func(args ...string) string { t.Helper(); return run(filepath.Join(assets, "helm"), args...) }
-	for _, ns := range []string{"slurm-system", "fpt-hpc"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	servedCRD := func() (*apiextensionsv1.CustomResourceDefinition, int) {
 		t.Helper()
 		served := &apiextensionsv1.CustomResourceDefinition{}
@@ -154,7 +140,7 @@ func TestHelmUpgradeUpgradesTheCRD(t *testing.T) {
 	mctx, stop := context.WithCancel(ctx)
 	manager := exec.CommandContext(mctx, managerBinary(t), append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false")...)
 	manager.Env = append(os.Environ(), "KUBECONFIG="+saKubeconfig)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	manager.Stdout, manager.Stderr = &log, &log
 	if err := manager.Start(); err != nil {
 		t.Fatal(err)

@@ -7,11 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
 )
 
 // TestKustomizeInstallsTheOperator applies config/default with kubectl's kustomize, as a
@@ -21,19 +16,8 @@ func TestKustomizeInstallsTheOperator(t *testing.T) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	env, c, kubeconfig, err := kube.StartEnv(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	kubectl, err := kube.Kubectl()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A dry run creates nothing, so the objects in the namespace need it to exist already.
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "slurm-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	_, _, kubeconfig, kubectl := apiServer(ctx, t, nil, "slurm-system")
 	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "-k", filepath.Join(root, "config", "default"), "--dry-run=server").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply -k config/default --dry-run=server: %v\n%s", err, out)

@@ -1,13 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
 )
 
 var (
@@ -39,29 +46,23 @@ func managerBinary(t *testing.T) string {
 	return managerPath
 }
 
-// syncBuffer collects a process's output from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// TestMain removes the manager binary the package's tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if managerPath != "" {
-		_ = os.RemoveAll(filepath.Dir(managerPath))
+// apiServer starts a real API server with the CRDs in crdDirs (stopped when the test ends), makes
+// the namespaces, and returns it with an admin client, its kubeconfig and the real kubectl.
+func apiServer(ctx context.Context, t *testing.T, crdDirs []string, namespaces ...string) (*envtest.Environment, client.Client, string, string) {
+	t.Helper()
+	env, c, kubeconfig, err := kube.StartEnv(crdDirs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	os.Exit(code)
+	t.Cleanup(func() { _ = env.Stop() })
+	kubectl, err := kube.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range namespaces {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return env, c, kubeconfig, kubectl
 }

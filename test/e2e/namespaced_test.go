@@ -10,7 +10,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,16 +36,7 @@ func TestNamespacedInstall(t *testing.T) {
 	root := fixtures.RepoRoot()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, c, kubeconfig, err := kube.StartEnv([]string{filepath.Join(root, "config", "crd", "bases")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	for _, ns := range []string{"slurm-system", "slurm-a", "slurm-b"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env, c, kubeconfig, kubectl := apiServer(ctx, t, []string{filepath.Join(root, "config", "crd", "bases")}, "slurm-system", "slurm-a", "slurm-b")
 
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(values, []byte("watchNamespaces: [slurm-a]\n"), 0o644); err != nil {
@@ -61,10 +51,6 @@ func TestNamespacedInstall(t *testing.T) {
 	}
 	if strings.Contains(string(rbac), "kind: ClusterRoleBinding\nmetadata:\n  name: slurm-operator\n") {
 		t.Fatal("a namespaced install still binds the cluster-wide role")
-	}
-	kubectl, err := kube.Kubectl()
-	if err != nil {
-		t.Fatal(err)
 	}
 	apply := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", "-")
 	apply.Stdin = strings.NewReader(string(rbac))

@@ -22,6 +22,8 @@ import (
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/metricstest"
+
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/syncbuf"
 )
 
 // ns and cluster are the document's names: namespace fpt-hpc, Helm release and cluster fpt-hpc.
@@ -387,7 +389,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		pod := cluster + "-login-1"
 		// A session with a terminal on login-1 (reached through the login Service).
 		session := exec.Command("ssh", "-tt", "-F", e.sshConfig, "-J", "root@"+e.login, "root@login-1", "echo session-up-on-$(hostname); sleep 600")
-		var out syncBuffer
+		var out syncbuf.Buffer
 		session.Stdout, session.Stderr = &out, &out
 		if err := session.Start(); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/syncbuf"
 )
 
 // TestSlurmClusterOnSeveralNodes runs the product on a three-node Kubernetes (hack/node.sh with
@@ -105,7 +107,7 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 		})
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 		defer cancel()
-		var drainOut syncBuffer
+		var drainOut syncbuf.Buffer
 		done := make(chan error, 1)
 		go func() {
 			out, err := e.run(ctx, "", filepath.Join(e.assets, "kubectl"), "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m")
