@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -487,6 +488,11 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	if c.watchdog != nil {
+		// Its sleeper too (the watchdog leads a process group of its own): SIGKILL skips the
+		// watchdog's clean-up, which would have ended it, and it lived on for an hour.
+		if !c.watchdog.exited() {
+			_ = syscall.Kill(-c.watchdog.cmd.Process.Pid, syscall.SIGKILL)
+		}
 		c.watchdog.kill()
 	}
 	if os.Getenv(KeepEnv) == "" {

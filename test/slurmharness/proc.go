@@ -64,11 +64,15 @@ func terminateAll(ps []*proc, grace time.Duration) {
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}
-	deadline := time.After(grace)
+	// One deadline for all: a closed channel, so that every wait after the first to run out
+	// ends too (time.After's channel delivers once, and the next process's wait would last
+	// until that process ended by itself).
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
 	for _, p := range ps {
 		select {
 		case <-p.done:
-		case <-deadline:
+		case <-ctx.Done():
 		}
 	}
 	for _, p := range ps {
