@@ -71,7 +71,7 @@ images: node-assets ## Build every image with BuildKit on a debootstrap'd Debian
 .PHONY: test
 test: check-generated lint test-assets slurm-rootfs node-assets $(PROMTOOL) ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node test.
 	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" PROMTOOL="$(PROMTOOL)" \
-	  go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node)
+	  go test -timeout 20m $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node)
 	$(MAKE) test-node
 
 .PHONY: test-node
