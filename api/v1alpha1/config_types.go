@@ -186,9 +186,11 @@ type SlurmConfig struct {
 
 	// ExtraSlurmConf are raw slurm.conf lines included after the generated settings, so they win.
 	// A SlurmctldParameters line must keep enable_configless: workers fetch their config from
-	// slurmctld.
+	// slurmctld. A PrologFlags line must keep Contain: an ssh session on a worker joins its job
+	// through the job's extern step (pam_slurm_adopt), and without one users could not log in.
 	// +listType=atomic
 	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)slurmctldparameters *=') || l.contains('enable_configless'))",message="a SlurmctldParameters line must keep enable_configless: workers fetch their config from slurmctld"
+	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)prologflags *=') || l.matches('(?i)contain'))",message="a PrologFlags line must keep Contain: ssh sessions on workers join their jobs through the extern step (pam_slurm_adopt)"
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	ExtraSlurmConf []ConfigLine `json:"extraSlurmConf,omitempty"`

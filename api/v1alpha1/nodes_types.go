@@ -163,8 +163,38 @@ type Worker struct {
 	// +optional
 	SharedMemorySize *resource.Quantity `json:"sharedMemorySize,omitempty"`
 
+	// SSH says who may log in to a worker with ssh. By default a user may only while they have a
+	// job on that worker, and their session joins that job (pam_slurm_adopt): it is confined to the
+	// job's CPUs, memory and GPUs and ends with the job. Root, and members of adminGroups, may
+	// always log in, outside any job.
+	// +optional
+	SSH WorkerSSH `json:"ssh,omitempty"`
+
 	// Volumes of the workers.
 	Volumes WorkerVolumes `json:"volumes"`
+}
+
+// WorkerSSH says who may ssh to a worker.
+type WorkerSSH struct {
+	// RequireJob refuses an ssh session on a worker to a user with no job there (true, the
+	// default). false lets every user in, as a plain host would: a session of a user with a job
+	// there still joins it, the others run outside Slurm and may use every GPU of the worker.
+	// +optional
+	RequireJob *bool `json:"requireJob,omitempty"`
+
+	// AdminGroups are groups of the jail (or of the site's directory) whose members may ssh to
+	// every worker without a job, as root may; their sessions run outside Slurm.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_.-]*$`
+	// +listType=set
+	// +optional
+	AdminGroups []string `json:"adminGroups,omitempty"`
+}
+
+// SSHRequiresJob says whether a user needs a job on a worker to ssh to it (the default).
+func (w *Worker) SSHRequiresJob() bool {
+	return w.SSH.RequireJob == nil || *w.SSH.RequireJob
 }
 
 // GresAutoDetect is the value of gres.conf's AutoDetect.

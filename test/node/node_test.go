@@ -451,7 +451,7 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		}
 	})
 
-	t.Run("Podman builds on a login node as a user; Docker, turned on, runs on workers only, replaced one drained node at a time, and every node takes jobs after three times SlurmdTimeout", func(t *testing.T) {
+	t.Run("Podman builds on a login node as a user; Docker, turned on, runs on workers only, replaced one drained node at a time, and every node takes jobs after three times SlurmdTimeout; an ssh admin group set with it lets its members in without a job", func(t *testing.T) {
 		e := e.with(t)
 		// No registry: an image from scratch with the jail's static busybox, built by alice.
 		// su without "-" keeps the session's environment, where login nodes set Podman's storage.
@@ -461,7 +461,10 @@ podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hell
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "saved") {
 			t.Fatalf("podman build and save as alice on a login node: %v\n%s", err, out)
 		}
-		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"docker":{"enabled":true}}}`)
+		// ssh.adminGroups in the same change, so that the workers roll once for both.
+		e.onLogin("addgroup --quiet hpc-admins && adduser --quiet alice hpc-admins")
+		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p",
+			`{"spec":{"docker":{"enabled":true},"slurmNodes":{"worker":{"ssh":{"adminGroups":["hpc-admins"]}}}}}`)
 		e.waitFor(6*time.Minute, "every worker replaced with dockerd, and idle", func() (bool, string) {
 			names, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o",
 				`jsonpath={range .items[*]}{.metadata.name}:{.spec.containers[*].name}:{.status.containerStatuses[*].ready}{"\n"}{end}`)
@@ -473,6 +476,13 @@ podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hell
 			t.Errorf("a login pod runs dockerd: %s", out)
 		}
 		e.checkNodesHealAfterTimeout("worker-0", "worker-1")
+
+		// alice, in an admin group now and with no job, is let in on a worker, outside any job.
+		out, err = e.sshErr(e.login, `su - alice -c "ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worker-1 'id -un; squeue -h -u alice -w worker-1 -o %i | wc -l; cat /proc/self/cgroup'" 2>&1`)
+		if err != nil || !strings.HasPrefix(out, "alice\n0\n") || strings.Contains(out, "job_") {
+			t.Errorf("alice, in ssh.adminGroups and with no job: ssh worker-1: %v\n%s", err, out)
+		}
+		e.onLogin("deluser --quiet alice hpc-admins")
 
 		out = e.onLogin(`srun -N1 -w worker-1 --exclusive sh -c 'docker load -q -i /home/alice/hello.tar >/dev/null && docker run --rm localhost/hello:1 echo "docker on $(hostname)"'`)
 		if strings.TrimSpace(out) != "docker on "+cluster+"-worker-1" {
@@ -793,6 +803,15 @@ chmod 755 /usr/local/bin/step-look`)
 	t.Run("delete the cluster and create it again on the same claims: the jail, its users and files are kept", func(t *testing.T) {
 		e := e.with(t)
 		marker := e.onLogin("cat /" + slurmfacts.JailMarkerFile)
+		// Deleted while idle: a job cancelled by the step before may still be ending on its worker
+		// (its extern step, PrologFlags=Contain), and a worker whose slurmctld is gone waits for
+		// its job steps through its grace period (PreStopScript).
+		e.waitFor(2*time.Minute, "no job left and every worker idle before the cluster is deleted", func() (bool, string) {
+			jobs, err1 := e.sshErr(e.login, "squeue -h -o %i")
+			nodes, err2 := e.sshErr(e.login, "sinfo -h -N -o '%N %t'")
+			busy := strings.Contains(nodes, "alloc") || strings.Contains(nodes, "mix") || strings.Contains(nodes, "comp")
+			return err1 == nil && err2 == nil && strings.TrimSpace(jobs) == "" && !busy, "jobs: " + jobs + "\nnodes: " + nodes
+		})
 		e.helm("uninstall", cluster, "-n", ns, "--wait", "--timeout", "5m")
 		e.waitFor(5*time.Minute, "the cluster's pods gone", func() (bool, string) {
 			out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/instance="+cluster, "-o", "name")

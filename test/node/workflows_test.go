@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,10 +131,56 @@ echo %q > /home/alice/.ssh/authorized_keys && chown alice:alice /home/alice/.ssh
 	if strings.TrimSpace(out) != want {
 		t.Fatalf("alice's session and jobs:\n%s\nwant:\n%s", out, want)
 	}
-	// Within the cluster, alice uses a key of her own (her home is the same on every node).
+	// Within the cluster, alice uses a key of her own (her home is the same on every node). On a
+	// worker where she has no job, pam_slurm_adopt refuses her.
 	out, err = e.sshAs(key, "alice@"+e.login, `ssh-keygen -q -t ed25519 -N "" -f ~/.ssh/id_ed25519 && cat ~/.ssh/id_ed25519.pub >> ~/.ssh/authorized_keys &&
-ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes -o LogLevel=ERROR worker-1 'id -un; hostname'`)
-	if err != nil || strings.TrimSpace(out) != "alice\n"+cluster+"-worker-1" {
-		t.Fatalf("alice: ssh worker-1 from a login node: %v\n%s", err, out)
+ssh -o StrictHostKeyChecking=accept-new -o BatchMode=yes worker-1 'id -un; hostname' 2>&1`)
+	// pam_slurm_adopt's words: the first when some job runs on the worker, the second when none.
+	refused := strings.Contains(out, "Access denied by pam_slurm_adopt: you have no active jobs on this node") ||
+		strings.Contains(out, "No Slurm jobs found on node.")
+	if err == nil || !refused || strings.Contains(out, cluster+"-worker-1") {
+		t.Fatalf("alice, with no job there: ssh worker-1 from a login node: %v\n%s\nwant a refusal by pam_slurm_adopt", err, out)
 	}
+	t.Logf("alice, with no job on worker-1: ssh worker-1: %s", strings.TrimSpace(out))
+	// With a job there, her session joins it: its cgroup is the job's extern step.
+	id := strings.TrimSpace(e.sshAsOK(key, "alice@"+e.login, "sbatch --parsable -w worker-1 --wrap 'sleep 600'"))
+	defer e.sshAs(key, "alice@"+e.login, "scancel "+id)
+	e.waitJobState(id, "RUNNING")
+	// RUNNING is slurmctld's word; the job's extern step on worker-1, which the session joins,
+	// may start a moment later.
+	e.waitFor(30*time.Second, "alice let in on worker-1 with job "+id+" there", func() (bool, string) {
+		out, err = e.sshAs(key, "alice@"+e.login, `ssh -o BatchMode=yes -o LogLevel=ERROR worker-1 'id -un; hostname; echo "job=$SLURM_JOB_ID"; cat /proc/self/cgroup' 2>&1`)
+		return err == nil, fmt.Sprintf("%v\n%s", err, out)
+	})
+	if !strings.HasPrefix(out, "alice\n"+cluster+"-worker-1\njob="+id+"\n") || !strings.Contains(out, "/job_"+id+"/step_extern/") {
+		t.Fatalf("alice's ssh session on worker-1 is not in job %s's extern step:\n%s", id, out)
+	}
+	t.Logf("alice, with job %s on worker-1: ssh worker-1:\n%s", id, strings.TrimSpace(out))
+	// Root, whom the module lets in outside any job, holds a bounded capability set there, not
+	// the privileged slurmd container's: no SYS_ADMIN (21), SYS_MODULE (16), SYS_RAWIO (17),
+	// NET_ADMIN (12).
+	out, err = e.sshJump("worker-1", "grep CapBnd /proc/self/status | cut -f2; cat /proc/self/cgroup")
+	capHex, cg, _ := strings.Cut(out, "\n")
+	bnd, perr := strconv.ParseUint(strings.TrimSpace(capHex), 16, 64)
+	if err != nil || perr != nil {
+		t.Fatalf("root on worker-1: %v %v\n%s", err, perr, out)
+	}
+	for _, c := range []uint{12, 16, 17, 21} {
+		if bnd&(1<<c) != 0 {
+			t.Errorf("capability %d is in the bounding set %x of root's ssh session on worker-1", c, bnd)
+		}
+	}
+	if strings.Contains(cg, "job_") {
+		t.Errorf("root's session on worker-1 joined a job: %s", cg)
+	}
+}
+
+// sshAsOK is sshAs that must succeed.
+func (e *env) sshAsOK(key, userHost, script string) string {
+	e.t.Helper()
+	out, err := e.sshAs(key, userHost, script)
+	if err != nil {
+		e.t.Fatalf("ssh %s %q: %v\n%s", userHost, script, err, out)
+	}
+	return out
 }

@@ -1,5 +1,5 @@
 // Package worker renders the slurmd nodes: a StatefulSet of worker-0 … worker-(size-1), each
-// running slurmd (and sshd) chrooted in the jail, and the headless Service that names them.
+// running slurmd and sshd in the jail, and the headless Service that names them.
 package worker
 
 import (
@@ -85,22 +85,38 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	// Clipped: each container appends its own mounts to a copy, never into a shared array.
 	nodeMounts = slices.Clip(nodeMounts)
 	binds := slices.Clip(append([]base.JailBind{{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true}}, subBinds...))
-	slurmdBinds := append(append([]base.JailBind{}, binds...), base.JailBind{Source: spoolMountDir, Target: slurmfacts.SlurmdSpoolDir})
-	sshdBinds := append(append([]base.JailBind{}, binds...), base.SSHHostKeysBind, base.AuthorizedKeysBind)
+	// sshd runs in slurmd's container (SSHDScript): its binds are slurmd's.
+	slurmdBinds := append(append([]base.JailBind{}, binds...),
+		base.JailBind{Source: spoolMountDir, Target: slurmfacts.SlurmdSpoolDir},
+		base.SSHHostKeysBind, base.AuthorizedKeysBind,
+		base.JailBind{Source: PAMFile(sc), Target: "/etc/pam.d/sshd", ReadOnly: true},
+	)
 
 	env := base.PodIndexEnv(comp)
 	slurmd := base.Container(sc, corev1.Container{
-		Name:    "slurmd",
-		Image:   sc.Spec.Images.Worker,
-		Command: base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc, []string{"/bin/sh", "-c", SlurmdScript})...),
-		Env:     append(env, corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)}),
+		Name:  "slurmd",
+		Image: sc.Spec.Images.Worker,
+		Command: base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc,
+			append([]string{"/bin/sh", "-c", WorkerScript, "worker"}, base.SSHDArgs(22)...))...),
+		Env: append(env,
+			corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)},
+			corev1.EnvVar{Name: "SSHD_SCRIPT", Value: SSHDScript},
+			corev1.EnvVar{Name: "SSH_ADMIN_GROUPS", Value: strings.Join(spec.SSH.AdminGroups, " ")},
+		),
 		Ports: []corev1.ContainerPort{
 			{Name: "slurmd", ContainerPort: slurmfacts.SlurmdPort},
+			{Name: "ssh", ContainerPort: 22},
 		},
-		Resources:    resources,
-		VolumeMounts: append(append(nodeMounts, corev1.VolumeMount{Name: base.VolumeSpool, MountPath: spoolMountDir}), base.DockerRunMounts(sc)...),
+		Resources: resources,
+		VolumeMounts: append(append(nodeMounts,
+			corev1.VolumeMount{Name: base.VolumeSpool, MountPath: spoolMountDir},
+			base.SSHHostKeysMount, base.AuthorizedKeysMount,
+		), base.DockerRunMounts(sc)...),
 		// slurmd makes cgroups for jobs and the entrypoint mounts into the jail: nothing
-		// narrower than a privileged container allows both (docs/images.md).
+		// narrower than a privileged container allows both (docs/images.md). sshd runs here
+		// too, with a bounded capability set (SSHDScript), so that slurmstepd can move a
+		// session into its job's cgroup: the kernel lets it move a process only within its
+		// own cgroup namespace, which is this container's.
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 		// Ready when slurmctld hears from this node.
 		ReadinessProbe: &corev1.Probe{
@@ -126,16 +142,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 			Command: base.JailExec(nil, "/bin/sh", "-c", PreStopScript),
 		}}},
 	})
-	sshd := base.Container(sc, corev1.Container{
-		Name:            "sshd",
-		Image:           sc.Spec.Images.Worker,
-		Command:         base.JailExec(sshdBinds, base.WithDockerSocket(sc, base.SSHDArgs(22))...),
-		Env:             env,
-		Ports:           []corev1.ContainerPort{{Name: "ssh", ContainerPort: 22}},
-		VolumeMounts:    append(append(nodeMounts, base.SSHHostKeysMount, base.AuthorizedKeysMount), base.DockerRunMounts(sc)...),
-		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
-	})
-	containers := []corev1.Container{slurmd, sshd}
+	containers := []corev1.Container{slurmd}
 	if sc.DockerEnabled() {
 		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Worker, nodeMounts, binds))
 	}
@@ -241,6 +248,68 @@ if printf '%s\n' "$line" | grep -qF 'Reason=` + slurmfacts.DrainPodStopping + ` 
 fi
 exec slurmd -D -N "$node" --conf-server "$SLURM_CONF_SERVER"
 `
+
+// PAMDir is where the worker image keeps its PAM files for sshd (images/worker/pam).
+const PAMDir = "/opt/slurm-operator/pam"
+
+// PAMFile is the worker image's PAM file that the jail entrypoint binds over the jail's
+// /etc/pam.d/sshd: pam_slurm_adopt refusing users without a job on the worker (the default), or
+// letting everyone in (ssh.requireJob false). Sessions of users with a job there join it either
+// way; root and ssh.adminGroups are let in outside any job.
+func PAMFile(sc *slurmv1alpha1.SlurmCluster) string {
+	if sc.Spec.SlurmNodes.Worker.SSHRequiresJob() {
+		return PAMDir + "/sshd"
+	}
+	return PAMDir + "/sshd-open"
+}
+
+// AdminGroupsFile is where SSHDScript writes ssh.adminGroups for the PAM files' pam_listfile:
+// under /run, the container's own, not the shared jail's.
+const AdminGroupsFile = "/run/slurm-operator/ssh-admin-groups"
+
+// SSHDCapabilities bound what sshd and every ssh session on a worker may ever hold, root's
+// included: the container runtime's default set, and AUDIT_CONTROL for pam_loginuid, as on the
+// login nodes; no SYS_ADMIN, SYS_MODULE, SYS_RAWIO, NET_ADMIN, BPF or the like, which the
+// privileged slurmd container has. User namespaces a session makes (rootless Podman) hold a
+// full set inside them only.
+var SSHDCapabilities = []string{"chown", "dac_override", "fsetid", "fowner", "mknod", "net_raw", "setgid", "setuid",
+	"setfcap", "setpcap", "net_bind_service", "sys_chroot", "kill", "audit_write", "audit_control"}
+
+// SSHDCgroup is the cgroup (in the container's cgroup namespace) sshd and its sessions start in
+// on a cgroup v2 node: slurmd moves itself to a cgroup of its own and then enables controllers
+// for the container cgroup's children, which cgroup v2 refuses while that cgroup holds a
+// process. On a cgroup v1 node (Slurm's cgroup/v1) sshd stays where the container started it.
+const SSHDCgroup = "/sys/fs/cgroup/sshd"
+
+// SSHDScript runs a worker's sshd in the slurmd container, beside slurmd, for ever: it is started
+// again when it exits. Its arguments are sshd's command line. It runs there, not in a container
+// of its own, so that pam_slurm_adopt can have slurmstepd move a session into its job's cgroup:
+// the kernel lets a process move another only between cgroups inside its own cgroup namespace,
+// which is its container's. sshd starts in a cgroup of its own (SSHDCgroup, cgroup v2) and with a bounded
+// capability set (SSHDCapabilities), so that neither sshd nor a session, root's included, has
+// the privileged container's capabilities.
+var SSHDScript = `cg=` + SSHDCgroup + `
+if [ -f /sys/fs/cgroup/cgroup.controllers ] && ! { mkdir -p "$cg" && echo $$ >"$cg/cgroup.procs"; }; then
+  echo "sshd: cannot start in the cgroup $cg: ssh sessions may not join their jobs" >&2
+fi
+install -d -m 0755 "$(dirname ` + AdminGroupsFile + `)"
+printf '%s\n' $SSH_ADMIN_GROUPS >` + AdminGroupsFile + `
+while :; do
+  setpriv --bounding-set -all,+` + strings.Join(SSHDCapabilities, ",+") + ` -- "$@"
+  echo "sshd exited with status $?; starting it again in 2 s" >&2
+  sleep 2
+done
+`
+
+// WorkerScript is the slurmd container's: sshd in the background (SSHDScript, given as
+// $SSHD_SCRIPT, with this script's arguments), then slurmd (SlurmdScript), once sshd's
+// supervisor has left the container's cgroup (for at most 10 s): slurmd enables controllers for
+// the container cgroup's children, which the kernel refuses while a process is in it.
+const WorkerScript = `/bin/sh -c "$SSHD_SCRIPT" sshd "$@" &
+unset SSHD_SCRIPT
+i=0
+while [ $i -lt 100 ] && grep -qx $! /sys/fs/cgroup/cgroup.procs 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+` + SlurmdScript
 
 // ReadyScript succeeds when slurmctld has heard from this node: its state is known and not
 // marked "not responding" (a trailing *).
