@@ -188,9 +188,12 @@ type SlurmConfig struct {
 	// A SlurmctldParameters line must keep enable_configless: workers fetch their config from
 	// slurmctld. A PrologFlags line must keep Contain: an ssh session on a worker joins its job
 	// through the job's extern step (pam_slurm_adopt), and without one users could not log in.
+	// SrunPortRange is the operator's: the NetworkPolicies open that range on login and worker
+	// pods for srun's callbacks.
 	// +listType=atomic
 	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)slurmctldparameters *=') || l.contains('enable_configless'))",message="a SlurmctldParameters line must keep enable_configless: workers fetch their config from slurmctld"
 	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)prologflags *=') || l.matches('(?i)contain'))",message="a PrologFlags line must keep Contain: ssh sessions on workers join their jobs through the extern step (pam_slurm_adopt)"
+	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)srunportrange *='))",message="SrunPortRange is set by the operator: the NetworkPolicies open that range for the callbacks of srun"
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	ExtraSlurmConf []ConfigLine `json:"extraSlurmConf,omitempty"`

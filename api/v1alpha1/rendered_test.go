@@ -114,6 +114,8 @@ func podFieldEdits() []podFieldEdit {
 		{"a database password key with a slash", externalDB(map[string]any{"name": "db", "key": "a/b"}), "spec.slurmNodes.accounting.externalDB.passwordSecretKeyRef.key"},
 		{"a login Service annotation key with a space", setTo("spec.slurmNodes.login.service.annotations", map[string]any{"my key": "x"}), "spec.slurmNodes.login.service.annotations"},
 		{"a login Service annotation of a cloud (valid)", setTo("spec.slurmNodes.login.service.annotations", map[string]any{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}), ""},
+		{"blocked egress addresses with host bits, and IPv6 alone (valid)", setTo("spec.networkPolicies.blockedEgressCIDRs", []any{"10.1.2.3/8", "fd00:ec2::254/64"}), ""},
+		{"no blocked egress address (valid)", setTo("spec.networkPolicies.blockedEgressCIDRs", []any{}), ""},
 		{"a worker pod annotation value of 300 KiB", setTo("spec.slurmNodes.worker.podAnnotations", map[string]any{"example.com/big": strings.Repeat("a", 300*1024)}), "spec.slurmNodes.worker.podAnnotations"},
 	}
 }

@@ -77,6 +77,14 @@ type SlurmClusterSpec struct {
 	// +optional
 	Docker Docker `json:"docker,omitempty"`
 
+	// NetworkPolicies renders a NetworkPolicy for each component, so that only the pods that must
+	// talk to a port may (docs/security.md#network-policies), and keeps login sessions and jobs
+	// away from the cloud's metadata address. On by default; they take effect where the
+	// Kubernetes cluster's network enforces NetworkPolicies.
+	// +kubebuilder:default={}
+	// +optional
+	NetworkPolicies NetworkPolicies `json:"networkPolicies,omitempty"`
+
 	// SlurmNodes sets the count and configuration of each kind of Slurm node.
 	SlurmNodes SlurmNodes `json:"slurmNodes"`
 }
@@ -114,6 +122,38 @@ type Docker struct {
 // when unset).
 func (sc *SlurmCluster) DockerEnabled() bool {
 	return sc.Spec.Docker.Enabled != nil && *sc.Spec.Docker.Enabled
+}
+
+// NetworkPolicies configures the NetworkPolicies the operator renders for a cluster.
+type NetworkPolicies struct {
+	// Enabled renders the policies (true, the default). false leaves every port of the cluster
+	// open to every pod, as Kubernetes does without policies: for clusters whose network enforces
+	// none, or whose admins write their own.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// BlockedEgressCIDRs are addresses that login sessions and jobs (the login and worker pods)
+	// may not reach: by default the cloud metadata service (169.254.169.254, and AWS's
+	// fd00:ec2::254), which hands out the node's cloud credentials. Each is an IPv4 or IPv6
+	// CIDR narrower than the whole family (/0). An empty list blocks nothing.
+	// +kubebuilder:default={"169.254.169.254/32","fd00:ec2::254/128"}
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c) && cidr(c).prefixLength() > 0)",message="each entry must be an IPv4 or IPv6 CIDR with a prefix length above 0, for example 169.254.169.254/32"
+	// +listType=set
+	// +optional
+	BlockedEgressCIDRs []string `json:"blockedEgressCIDRs,omitempty"`
+}
+
+// DefaultBlockedEgressCIDRs are the cloud metadata addresses: the default of
+// spec.networkPolicies.blockedEgressCIDRs, which the CRD sets too.
+var DefaultBlockedEgressCIDRs = []string{"169.254.169.254/32", "fd00:ec2::254/128"}
+
+// NetworkPoliciesEnabled reports whether the operator renders the cluster's NetworkPolicies
+// (spec.networkPolicies.enabled, on when unset).
+func (sc *SlurmCluster) NetworkPoliciesEnabled() bool {
+	return sc.Spec.NetworkPolicies.Enabled == nil || *sc.Spec.NetworkPolicies.Enabled
 }
 
 // K8sNodeFilter is a named choice of Kubernetes nodes.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -20,6 +21,7 @@ import (
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
 	"github.com/slurm-k8s/slurm-operator/internal/policy"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
 func main() {
@@ -44,6 +46,8 @@ func main() {
 		localConfig     string
 		localNS         string
 		upgradeCRD      bool
+		operatorNS      string
+		operatorLabels  string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; 0 disables it")
 	flag.StringVar(&imagePrefixes, "allowed-image-prefixes", "", "comma-separated prefixes every image of a SlurmCluster must start with (empty: any image)")
@@ -58,6 +62,8 @@ func main() {
 	flag.DurationVar(&tokenLifetime, "exporter-token-lifetime", controller.DefaultExporterTokenLifetime, "how long the exporter's token (for the read-only Slurm user slurm-metrics) is valid; it is renewed when half is left")
 	flag.DurationVar(&outOfService, "out-of-service-taint-after", 0, "taint a Kubernetes node out of service (node.kubernetes.io/out-of-service) once it has been not ready this long while a worker pod is stranded on it, so Kubernetes deletes its pods and detaches their volumes; needs permission to patch nodes (0: never, the admin decides)")
 	flag.BoolVar(&upgradeCRD, "upgrade-crd", false, "before starting, update the served SlurmCluster CRD to the one built into this manager when the served one has a lower slurm.hpc.dev/crd-revision (Helm never upgrades a chart's CRD); a CRD of the same or a higher revision is left alone, and it is never created or deleted; needs get and update on the CRD (the chart sets it and grants them)")
+	flag.StringVar(&operatorNS, "operator-namespace", os.Getenv("POD_NAMESPACE"), "the namespace of the operator's own pods (the chart sets POD_NAMESPACE): every cluster's NetworkPolicy lets the pods there with --operator-pod-labels reach slurmrestd; empty (a manager outside the cluster): any pod but the clusters' login and worker pods may")
+	flag.StringVar(&operatorLabels, "operator-pod-labels", "", "labels of the operator's own pods, as key=value,key=value (the chart sets them)")
 	flag.StringVar(&clusterDomain, "cluster-domain", "cluster.local", "the Kubernetes cluster's DNS domain")
 	flag.BoolVar(&local, "local", false, "start a local control plane, install the CRDs and apply --local-sample (the demo)")
 	flag.BoolVar(&localOnce, "local-once", false, "with --local: print the demo and exit instead of running until Ctrl-C")
@@ -124,6 +130,11 @@ func main() {
 		log.Error(err, "create manager")
 		os.Exit(1)
 	}
+	podLabels, err := labels.ConvertSelectorToLabelsMap(operatorLabels)
+	if err != nil {
+		log.Error(err, "--operator-pod-labels")
+		os.Exit(1)
+	}
 	if err := (&controller.SlurmClusterReconciler{
 		Client:                    mgr.GetClient(),
 		APIReader:                 mgr.GetAPIReader(),
@@ -134,6 +145,7 @@ func main() {
 		OutOfServiceTaintAfter:    outOfService,
 		ExporterTokenLifetime:     tokenLifetime,
 		ControlPlanePriorityClass: priorityClass,
+		Operator:                  base.OperatorPods{Namespace: operatorNS, PodLabels: podLabels},
 		SlurmPollInterval:         slurmPoll,
 		StatusSettle:              controller.DefaultStatusSettle,
 		Policy:                    policy.Policy{ImagePrefixes: policy.ParseList(imagePrefixes), HostPaths: policy.ParseList(hostPaths)},

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,11 +26,12 @@ import (
 func CacheOptions(namespaces ...string) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{base.LabelManagedBy: base.ManagedBy})
 	opts := cache.Options{DefaultTransform: compactManagedFields, ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}:      {Label: managed},
-		&corev1.ConfigMap{}:   {Label: managed},
-		&appsv1.StatefulSet{}: {Transform: slimStatefulSet},
-		&corev1.Node{}:        {Transform: slimNode},
-		&corev1.Pod{}:         {Label: managed, Transform: slimPod},
+		&corev1.Secret{}:              {Label: managed},
+		&corev1.ConfigMap{}:           {Label: managed},
+		&networkingv1.NetworkPolicy{}: {Label: managed},
+		&appsv1.StatefulSet{}:         {Transform: slimStatefulSet},
+		&corev1.Node{}:                {Transform: slimNode},
+		&corev1.Pod{}:                 {Label: managed, Transform: slimPod},
 		// Only the operator's own (the node names'): Kubernetes' EndpointSlices of the
 		// operator's Services carry the Services' labels too, one per Service, and change with
 		// every pod.

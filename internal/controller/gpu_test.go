@@ -167,7 +167,7 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 		var writes atomic.Int64
 		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: k8sClient.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
-		r := &controller.SlurmClusterReconciler{Client: countingClient(direct, &writes), APIReader: direct, Scheme: k8sClient.Scheme()}
+		r := &controller.SlurmClusterReconciler{Client: countingClient(direct, &writes), APIReader: direct, Scheme: k8sClient.Scheme(), Operator: operatorPods}
 		_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: key(ns, "quiet")})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(writes.Load()).To(BeZero())

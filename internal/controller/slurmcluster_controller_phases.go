@@ -197,7 +197,7 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 // keeps leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
 func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
 	workers := s.facts.scaling.replicas
-	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU}
+	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU, Operator: r.Operator}
 	var err error
 	if in.ControlPlanePriorityClass, s.facts.priorityClassMissing, err = r.controlPlanePriorityClass(ctx); err != nil {
 		return err

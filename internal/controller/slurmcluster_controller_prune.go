@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,7 +34,7 @@ func (r *SlurmClusterReconciler) prune(ctx context.Context, s *reconcileScope) e
 			desired[fmt.Sprintf("%T/%s", o, o.GetName())] = true
 		}
 	}
-	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &batchv1.JobList{}, &policyv1.PodDisruptionBudgetList{}}
+	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &batchv1.JobList{}, &policyv1.PodDisruptionBudgetList{}, &networkingv1.NetworkPolicyList{}}
 	for _, list := range lists {
 		if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels(base.ClusterLabels(sc))); err != nil {
 			return fmt.Errorf("list children: %w", err)

@@ -11,11 +11,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -225,6 +227,7 @@ var _ = Describe("reconciling a SlurmCluster", func() {
 			Client:    countingClient(direct, &writes),
 			APIReader: direct,
 			Scheme:    k8sClient.Scheme(),
+			Operator:  operatorPods,
 		}
 		for i := 0; i < 3; i++ {
 			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key(ns, "noop")})
@@ -341,6 +344,29 @@ var _ = Describe("turning a component off", func() {
 			Expect(k8sClient.Get(ctx, key(ns, s), &corev1.Secret{})).To(Succeed(), s)
 		}
 		get(ctx, &appsv1.StatefulSet{}, ns, "off-worker")
+		Eventually(gone(&networkingv1.NetworkPolicy{}, "off-exporter")).WithTimeout(timeout).Should(BeTrue())
+		Eventually(gone(&networkingv1.NetworkPolicy{}, "off-accounting")).WithTimeout(timeout).Should(BeTrue())
+	})
+
+	It("renders a NetworkPolicy per component by default, and deletes them all when they are turned off", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		sc := applySample(ctx, ns, "np")
+		Expect(k8sClient.Get(ctx, key(ns, "np"), sc)).To(Succeed())
+		names := []string{"np-controller", "np-worker", "np-login", "np-accounting", "np-exporter"}
+		for _, n := range names {
+			Expect(ownedBy(get(ctx, &networkingv1.NetworkPolicy{}, ns, n), sc)).To(BeTrue(), n)
+		}
+		// The operator's own pods reach slurmrestd: the manager's flags name them.
+		restd := get(ctx, &networkingv1.NetworkPolicy{}, ns, "np-controller").Spec.Ingress[1].From
+		Expect(restd).To(ContainElement(HaveField("NamespaceSelector.MatchLabels", HaveKeyWithValue("kubernetes.io/metadata.name", "slurm-system"))))
+		Expect(slurmConf(ctx, ns, "np")).To(ContainSubstring("SrunPortRange=60001-63000"))
+		updateSpec(ctx, ns, "np", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.NetworkPolicies.Enabled = ptr.To(false) })
+		for _, n := range names {
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8sClient.Get(ctx, key(ns, n), &networkingv1.NetworkPolicy{}))
+			}).WithTimeout(timeout).Should(BeTrue(), n)
+		}
+		get(ctx, &appsv1.StatefulSet{}, ns, "np-worker")
 	})
 })
 

@@ -27,6 +27,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/controller"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/kube"
 )
@@ -73,6 +74,10 @@ var _ = AfterSuite(func() {
 	}
 })
 
+// operatorPods are the operator's own pods as the chart names them; every reconciler of the suite
+// takes them, or its NetworkPolicy for slurmctld would differ from the running manager's.
+var operatorPods = base.OperatorPods{Namespace: "slurm-system", PodLabels: map[string]string{"app.kubernetes.io/name": "slurm-operator"}}
+
 // startManager runs the operator's manager, as cmd/manager does.
 func startManager() {
 	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
@@ -96,6 +101,7 @@ func startManager() {
 		OutOfServiceTaintAfter: time.Minute,
 		// Notice an optional API installed by a spec quickly.
 		OptionalAPIInterval: time.Second,
+		Operator:            operatorPods,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	stopMgr = cancel

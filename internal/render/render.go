@@ -7,6 +7,7 @@ package render
 import (
 	"fmt"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -15,6 +16,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/exporter"
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
 	"github.com/slurm-k8s/slurm-operator/internal/render/login"
+	"github.com/slurm-k8s/slurm-operator/internal/render/netpol"
 	"github.com/slurm-k8s/slurm-operator/internal/render/nodedns"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
@@ -59,21 +61,29 @@ func All(in base.Input) ([]Part, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render controller statefulset: %w", err)
 	}
-	parts = append(parts, Part{Component: slurmv1alpha1.ComponentController, Objects: []client.Object{slurmctld.Service(in), ctl}})
+	pols := sc.NetworkPoliciesEnabled()
+	// withPolicy adds a component's NetworkPolicy, first: its pods start behind it.
+	withPolicy := func(p func(base.Input) *networkingv1.NetworkPolicy, objs ...client.Object) []client.Object {
+		if !pols {
+			return objs
+		}
+		return append([]client.Object{p(in)}, objs...)
+	}
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentController, Objects: withPolicy(netpol.Controller, slurmctld.Service(in), ctl)})
 
 	wrk, err := worker.StatefulSet(in)
 	if err != nil {
 		return nil, fmt.Errorf("render worker statefulset: %w", err)
 	}
-	parts = append(parts, Part{Component: slurmv1alpha1.ComponentWorker, Objects: []client.Object{worker.Service(in), wrk, worker.BusyPodDisruptionBudget(in)}})
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentWorker, Objects: withPolicy(netpol.Worker, worker.Service(in), wrk, worker.BusyPodDisruptionBudget(in))})
 
 	lgn, err := login.StatefulSet(in)
 	if err != nil {
 		return nil, fmt.Errorf("render login statefulset: %w", err)
 	}
-	parts = append(parts, Part{Component: slurmv1alpha1.ComponentLogin, Objects: []client.Object{
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentLogin, Objects: withPolicy(netpol.Login,
 		login.AuthorizedKeysConfigMap(in), login.HeadlessService(in), login.Service(in), lgn,
-	}})
+	)})
 
 	job, err := jail.Job(in)
 	if err != nil {
@@ -87,10 +97,11 @@ func All(in base.Input) ([]Part, error) {
 	// objects are left out of this render; slurm.conf still points at slurmdbd, and the
 	// controller keeps the accounting objects that exist.
 	if acc := sc.Spec.SlurmNodes.Accounting; acc.Enabled && in.Database.Password != "" {
-		var objs []client.Object
+		objs := withPolicy(netpol.Accounting)
 		if acc.MariadbOperator != nil && acc.MariadbOperator.Enabled {
 			objs = append(objs, accounting.PasswordSecret(in))
 			if in.Optional.MariaDB {
+				objs = withPolicy(netpol.MariaDB, objs...)
 				mdb, err := accounting.MariaDBObjects(in)
 				if err != nil {
 					return nil, fmt.Errorf("render mariadb objects: %w", err)
@@ -105,7 +116,7 @@ func All(in base.Input) ([]Part, error) {
 	}
 
 	if exp := sc.Spec.SlurmNodes.Exporter; exp.Enabled {
-		objs := []client.Object{exporter.TokenSecret(in), exporter.Service(in), exporter.Deployment(in)}
+		objs := withPolicy(netpol.Exporter, exporter.TokenSecret(in), exporter.Service(in), exporter.Deployment(in))
 		if in.Optional.ServiceMonitor {
 			objs = append(objs, exporter.ServiceMonitor(in))
 		}

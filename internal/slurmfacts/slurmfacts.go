@@ -34,6 +34,11 @@ const (
 	ExporterPort = 9341
 	// MariaDBPort is where the accounting database listens when mariadb-operator runs it.
 	MariaDBPort = 3306
+	// SrunPortMin and SrunPortMax bound SrunPortRange: the ports srun and salloc listen on for
+	// slurmctld's messages, their steps' I/O and slurmstepd's callbacks. A fixed range lets the
+	// NetworkPolicies open it; 3000 ports allow about 700 concurrent sruns (each takes about 4).
+	SrunPortMin = 60001
+	SrunPortMax = 63000
 )
 
 // Paths inside the daemons' containers and the jail.

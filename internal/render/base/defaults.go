@@ -1,6 +1,8 @@
 package base
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -35,6 +37,9 @@ func WithDefaults(sc *slurmv1alpha1.SlurmCluster) *slurmv1alpha1.SlurmCluster {
 		if pc.Action == "" {
 			pc.Action = slurmv1alpha1.HealthActionDrain
 		}
+	}
+	if s.NetworkPolicies.BlockedEgressCIDRs == nil {
+		s.NetworkPolicies.BlockedEgressCIDRs = slices.Clone(slurmv1alpha1.DefaultBlockedEgressCIDRs)
 	}
 	im := &s.Images
 	setString(&im.Controller, "slurm-k8s/slurmctld:24.11")

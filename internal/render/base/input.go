@@ -29,6 +29,15 @@ type Input struct {
 	// (slurmctld, slurmdbd, the MariaDB of mariadb-operator): the installer's choice, from the
 	// manager's flags.
 	ControlPlanePriorityClass string
+	// Operator is where the operator's own pods run, for the NetworkPolicy that lets them reach
+	// slurmrestd. Empty when the manager runs outside the cluster.
+	Operator OperatorPods
+}
+
+// OperatorPods names the operator's pods: their namespace and labels.
+type OperatorPods struct {
+	Namespace string
+	PodLabels map[string]string
 }
 
 // NodeAddress is the address of the pod that runs a Slurm node.

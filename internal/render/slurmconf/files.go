@@ -84,6 +84,8 @@ func slurmBaseConf(in base.Input) string {
 	w.kv("SlurmUser", slurmfacts.SlurmUser)
 	w.kv("SlurmctldPort", slurmfacts.SlurmctldPort)
 	w.kv("SlurmdPort", slurmfacts.SlurmdPort)
+	w.comment("srun and salloc listen in a fixed range, which the NetworkPolicies open to workers.")
+	w.kv("SrunPortRange", fmt.Sprintf("%d-%d", slurmfacts.SrunPortMin, slurmfacts.SrunPortMax))
 	w.kv("AuthType", "auth/munge")
 	w.kv("CredType", "cred/munge")
 	w.kv("AuthAltTypes", "auth/jwt")
