@@ -61,7 +61,7 @@ slurm-rootfs: ## Build the Debian 13 root file system with Slurm 24.11 for the r
 	hack/slurm-rootfs.sh >/dev/null
 
 .PHONY: node-assets
-node-assets: test-assets ## Build the node's binaries: kubelet, containerd, runc, CNI, CoreDNS, BuildKit (cached).
+node-assets: test-assets ## Build the node's binaries: kubelet, containerd, runc, CNI, CoreDNS, BuildKit, kube-router (cached).
 	hack/node-assets.sh >/dev/null
 
 .PHONY: images

@@ -2,8 +2,13 @@
 # Builds what a real one-node Kubernetes needs beyond hack/test-assets.sh, from the Go module
 # proxy at pinned versions, into a cache outside the clone, and prints the folder:
 # kubelet, kube-proxy, kube-controller-manager, kube-scheduler (same scratch module and version
-# as the API server), containerd + ctr + shim, runc, the CNI plugins, CoreDNS and BuildKit.
-# Work is skipped when a binary exists. Usage: hack/node-assets.sh [--print-dir]
+# as the API server), containerd + ctr + shim, runc, the CNI plugins, CoreDNS and BuildKit; and,
+# in a folder of its own (so that its version does not touch the others' cache), kube-router,
+# whose network policy controller alone enforces NetworkPolicies on the node (hack/node.sh).
+# Work is skipped when a binary exists.
+# Usage: hack/node-assets.sh [--print-dir | --kube-router]
+#   --print-dir     print the folder of the node's binaries, build nothing
+#   --kube-router   print the kube-router binary's path, build nothing
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
@@ -12,10 +17,23 @@ RUNC_VERSION=${RUNC_VERSION:-v1.5.3}
 CNI_VERSION=${CNI_VERSION:-v1.10.0}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
 BUILDKIT_VERSION=${BUILDKIT_VERSION:-v0.34.2}
+# The newest kube-router the module proxy serves (it refuses v2.1.1 and later). Its published
+# advisories are in the routing controller (GoBGP's API on the node address) and the service
+# proxy (external IPs), which hack/node.sh never runs; its HTTP/2, gRPC and protobuf modules,
+# whose versions in its go.mod have known flaws, are raised to these fixed versions.
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
+KUBE_ROUTER_DEPS="golang.org/x/net@v0.63.0 google.golang.org/protobuf@v1.36.12 google.golang.org/grpc@v1.85.0"
 CACHE=${SLURM_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slurm-operator}
 OUT="$CACHE/node/k8s-$K8S_VERSION-containerd-$CONTAINERD_VERSION-runc-$RUNC_VERSION-cni-$CNI_VERSION-coredns-$COREDNS_VERSION-buildkit-$BUILDKIT_VERSION"
 
-if [ "${1:-}" = "--print-dir" ]; then echo "$OUT"; exit 0; fi
+# A folder of its own, keyed by the version and the raised modules: the big folder's name, and
+# so its cache, stay as they were.
+KR_OUT="$CACHE/node/kube-router-$KUBE_ROUTER_VERSION-$(echo "$KUBE_ROUTER_DEPS" | sha256sum | cut -c1-8)"
+
+case ${1:-} in
+--print-dir) echo "$OUT"; exit 0 ;;
+--kube-router) echo "$KR_OUT/kube-router"; exit 0 ;;
+esac
 
 export GOFLAGS="-buildvcs=false -modcacherw" GOWORK=off
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -101,6 +119,22 @@ build_buildkit() {
 	mv "$OUT/bin/buildkitd.tmp" "$OUT/bin/buildkitd"; mv "$OUT/bin/buildctl.tmp" "$OUT/bin/buildctl"
 }
 
+# kube-router: only its network policy controller runs (hack/node.sh). Its go.mod has no
+# replace or exclude directives, so a scratch module that requires it builds what its own tree
+# would, with KUBE_ROUTER_DEPS raised on top.
+build_kube_router() {
+	[ -x "$KR_OUT/kube-router" ] && return 0
+	log "building kube-router $KUBE_ROUTER_VERSION (about 4 minutes cold on 2 idle cores, 8 on busy ones)"
+	local d=$KR_OUT/src p=github.com/cloudnativelabs/kube-router/v2
+	rm -rf "$d"; mkdir -p "$d"; cd "$d"
+	go mod init slurm-operator-node-assets/kube-router >/dev/null 2>&1
+	# shellcheck disable=SC2086 # a list of module@version words
+	go get "$p/cmd/kube-router@$KUBE_ROUTER_VERSION" $KUBE_ROUTER_DEPS >/dev/null 2>&1
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $p/pkg/version.Version=$KUBE_ROUTER_VERSION" \
+		-o "$KR_OUT/kube-router.tmp" "$p/cmd/kube-router"
+	mv "$KR_OUT/kube-router.tmp" "$KR_OUT/kube-router"
+}
+
 mkdir -p "$CACHE/node"
 exec 9>"$CACHE/node/.lock"
 flock 9
@@ -110,4 +144,5 @@ build_runc
 build_cni
 build_buildkit
 build_coredns
+build_kube_router
 echo "$OUT"

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # A real Kubernetes on this machine, from the binaries hack/test-assets.sh and
 # hack/node-assets.sh build: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# containerd + runc + the CNI bridge, the kubelet, kube-proxy (iptables) and CoreDNS (on the
-# host, at the pod bridge's address).
+# containerd + runc + the CNI bridge, the kubelet, kube-proxy (iptables), kube-router's network
+# policy controller (it enforces NetworkPolicies; NODE_NETWORK_POLICY=0 leaves it out) and
+# CoreDNS (on the host, at the pod bridge's address).
 #
 # One node by default: the control-plane node, in this machine's network, with fake GPUs
 # (NODE_FAKE_GPUS, 3: that many nvidia.com/gpu in its capacity, the GPU Operator's labels, and
 # /dev/nvidia0.. as character devices). With NODE_WORKERS=N (hack/node/nodes.sh), N worker
 # nodes join it, each in a network namespace of its own with its own containerd, kubelet,
-# kube-proxy, cgroup and pod subnet, routed through this machine; then the worker nodes have the
-# fake GPUs (and the taint nvidia.com/gpu=present:NoSchedule, as GPU pools commonly do) and the
-# control-plane node has none.
+# kube-proxy, kube-router, cgroup and pod subnet, routed through this machine; then the worker
+# nodes have the fake GPUs (and the taint nvidia.com/gpu=present:NoSchedule, as GPU pools
+# commonly do) and the control-plane node has none.
 #
 #   hack/node.sh up              start it (needs root); prints the admin kubeconfig's path
 #   hack/node.sh import F...     import OCI image layout folders into every node's containerd
@@ -39,11 +40,14 @@ esac
 NODE=${NODE_NAME:-slurm-test-node}
 K8S=$("$HERE/test-assets.sh" --print-dir)
 N=$("$HERE/node-assets.sh" --print-dir)
+KUBE_ROUTER=$("$HERE/node-assets.sh" --kube-router)
 BIN=$N/bin
 P=$R/pki
 L=$R/logs
 GPUS=${NODE_FAKE_GPUS:-3}
 WORKERS=${NODE_WORKERS:-0}
+# 1: every node runs kube-router's network policy controller, so NetworkPolicies are enforced.
+NETWORK_POLICY=${NODE_NETWORK_POLICY:-1}
 # The worker nodes' network: a bridge on this machine at .1, node I at .(10+I).
 NODES_NET=10.250.0
 export PATH=$BIN:$K8S:$PATH
@@ -157,6 +161,8 @@ baseline() {
 		v=$(sysctl -n "$k" 2>/dev/null) && echo "$k=$v"
 	done >"$R/baseline/sysctl"
 	iptables-save >"$R/baseline/iptables" 2>/dev/null || true
+	ip6tables-save >"$R/baseline/ip6tables" 2>/dev/null || true
+	{ ipset list -n 2>/dev/null || true; } >"$R/baseline/ipsets"
 	: >"$R/baseline/made"
 	local p
 	for p in /var/lib/kubelet /var/log/containers /var/lib/cni /run/containerd /var/log/pods; do
@@ -350,6 +356,25 @@ proxy_up() {
 	wait_for "${NX}kube-proxy" 120 innode curl -sf http://127.0.0.1:10256/healthz
 }
 
+# netpol_up starts kube-router on the current node, in its network namespace, with its network
+# policy controller alone (no routes, no service proxy: the CNI bridge and kube-proxy do those).
+# Its chains (KUBE-ROUTER-INPUT/FORWARD/OUTPUT, jumped to first from the filter table's
+# INPUT/FORWARD/OUTPUT, and KUBE-POD-FW-*, KUBE-NWPLCY-*) judge only traffic from and to this
+# node's pods, after kube-proxy's DNAT (so a Service's traffic meets its pods' policies) and
+# before kube-proxy's own filter chains; its ipsets are KUBE-SRC-* and KUBE-DST-*. It starts
+# after the kubelet registered the node: it reads the node's InternalIP to know its pods.
+netpol_up() {
+	[ "$(cat "$R/network-policy" 2>/dev/null || echo 0)" = 1 ] || return 0
+	start "${NX}kube-router" "$KUBE_ROUTER" --kubeconfig="$NADMIN" --hostname-override="$NN" \
+		--run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
+		--enable-ipv4=true --enable-ipv6=false \
+		--service-cluster-ip-range=10.96.0.0/16 --service-node-port-range=30000-32767 \
+		--health-port=20244 --metrics-port=0
+	wait_for "${NX}kube-router" 120 innode curl -sf http://127.0.0.1:20244/healthz
+	# Its first full sync ends with the accept rule of the traffic that policies allow.
+	wait_for "${NX}kube-router" 120 innode sh -c "iptables-save -t filter | grep -q -- '-A KUBE-ROUTER-FORWARD .*0x20000/0x20000 -j ACCEPT'"
+}
+
 # fake_gpus gives the current node GPUS stand-in GPUs: device files, the GPU Operator's
 # labels, and nvidia.com/gpu in its capacity.
 fake_gpus() {
@@ -370,6 +395,10 @@ up() {
 	[ -x "$BIN/kubelet" ] && [ -x "$K8S/kube-apiserver" ] || { log "run hack/test-assets.sh and hack/node-assets.sh first"; exit 1; }
 	grep -q overlay /proc/filesystems || { log "this kernel has no overlayfs"; exit 1; }
 	need_debs iptables openssl
+	if [ "$NETWORK_POLICY" = 1 ]; then
+		need_debs ipset
+		[ -x "$KUBE_ROUTER" ] || { log "run hack/node-assets.sh first (kube-router)"; exit 1; }
+	fi
 	# A node left by a run that was killed (its processes gone, its pod mounts and iptables
 	# rules still there) is taken down first: a plain rm would stop at the busy mounts.
 	if [ -d "$R" ]; then
@@ -384,6 +413,7 @@ up() {
 	local t0=$SECONDS
 	HOST_IP=$ip
 	echo "$WORKERS" >"$R/workers"
+	echo "$NETWORK_POLICY" >"$R/network-policy"
 	pki "$ip"
 	node_vars 0
 	containerd_up
@@ -392,6 +422,7 @@ up() {
 	dns_up
 	kubelet_up
 	proxy_up
+	netpol_up
 	# With worker nodes, they have the GPUs.
 	[ "$WORKERS" != 0 ] || fake_gpus
 	node_ready
@@ -446,7 +477,7 @@ down() {
 	workers_down
 	node_vars 0
 	local n C=$NC
-	for n in kubelet kube-proxy coredns kube-scheduler kube-controller-manager; do stop "$n"; done
+	for n in kubelet kube-proxy kube-router coredns kube-scheduler kube-controller-manager; do stop "$n"; done
 	if [ -d "$C/runc/k8s.io" ]; then
 		for n in $("$BIN/runc" --root "$C/runc/k8s.io" list -q 2>/dev/null); do "$BIN/runc" --root "$C/runc/k8s.io" delete -f "$n" >/dev/null 2>&1 || true; done
 	fi
@@ -460,17 +491,30 @@ down() {
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 	done
 	ip link show slurmtest0 >/dev/null 2>&1 && ip link del slurmtest0
-	# iptables: our chains (KUBE-*, CNI-*) and the jumps to them; tables nobody used before.
-	local t rule ch
-	for t in filter nat mangle; do
-		{ iptables-save -t "$t" 2>/dev/null || true; } | awk '/^-A [A-Z-]+ .*-j (KUBE-|CNI-)/ && !/^-A (KUBE-|CNI-)/ {sub(/^-A/, "-D"); print}' |
-			while read -r rule; do eval "iptables -t $t $rule" 2>/dev/null || true; done
-		for ch in $(iptables-save -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do iptables -t "$t" -F "$ch" 2>/dev/null || true; done
-		for ch in $(iptables-save -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do iptables -t "$t" -X "$ch" 2>/dev/null || true; done
+	# iptables, IPv4 and IPv6 (the kubelet's and kube-proxy's canaries): our chains (KUBE-*,
+	# CNI-*) and the jumps to them; tables nobody used before.
+	local ipt t rule ch
+	for ipt in iptables ip6tables; do
+		for t in filter nat mangle; do
+			{ "$ipt-save" -t "$t" 2>/dev/null || true; } | awk '/^-A [A-Z-]+ .*-j (KUBE-|CNI-)/ && !/^-A (KUBE-|CNI-)/ {sub(/^-A/, "-D"); print}' |
+				while read -r rule; do eval "$ipt -t $t $rule" 2>/dev/null || true; done
+			for ch in $("$ipt-save" -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do "$ipt" -t "$t" -F "$ch" 2>/dev/null || true; done
+			for ch in $("$ipt-save" -t "$t" 2>/dev/null | awk '/^:(KUBE-|CNI-)/ {print substr($1, 2)}'); do "$ipt" -t "$t" -X "$ch" 2>/dev/null || true; done
+		done
 	done
-	if [ -f "$R/baseline/iptables" ] && ! grep -q '^\*' "$R/baseline/iptables" && ! iptables-save 2>/dev/null | grep -q '^-A'; then
-		for t in filter nat mangle; do nft delete table ip "$t" 2>/dev/null || true; done
-	fi
+	# kube-router's ipsets, once no rule uses them; not those that were there before.
+	local s
+	for s in $({ ipset list -n 2>/dev/null || true; } | grep -E '^KUBE-(SRC|DST)-'); do
+		grep -qxF "$s" "$R/baseline/ipsets" 2>/dev/null || ipset destroy "$s" 2>/dev/null || true
+	done
+	local fam
+	for ipt in iptables ip6tables; do
+		fam=ip
+		[ "$ipt" = iptables ] || fam=ip6
+		if [ -f "$R/baseline/$ipt" ] && ! grep -q '^\*' "$R/baseline/$ipt" && ! "$ipt-save" 2>/dev/null | grep -q '^-A'; then
+			for t in filter nat mangle; do nft delete table "$fam" "$t" 2>/dev/null || true; done
+		fi
+	done
 	if [ -f "$R/baseline/sysctl" ]; then
 		while IFS='=' read -r k v; do sysctl -qw "$k=$v" 2>/dev/null || true; done <"$R/baseline/sysctl"
 	fi

@@ -3,18 +3,18 @@
 #
 # Worker node I is named $NODE-I. It has a network namespace of its own (slurmtest-nodeI) with
 # one veth into the bridge slurmtestnodes on this machine ($NODES_NET.1/24; the node is at
-# $NODES_NET.(10+I)), its own containerd, kubelet and kube-proxy in that namespace, its pods'
-# bridge on 10.244.I.0/24 (this machine routes that subnet to the node; the node's default route
-# is this machine), and its pods under the cgroup /slurmtest-nodeI in every hierarchy. The
-# mount namespace is this machine's (so hostPath volumes are one folder for every node, as a
-# shared file system would be). The kubelet's kubeconfig reaches the API server at
-# $NODES_NET.1 with a certificate for system:node:$NODE-I.
+# $NODES_NET.(10+I)), its own containerd, kubelet, kube-proxy and kube-router in that
+# namespace, its pods' bridge on 10.244.I.0/24 (this machine routes that subnet to the node; the
+# node's default route is this machine), and its pods under the cgroup /slurmtest-nodeI in
+# every hierarchy. The mount namespace is this machine's (so hostPath volumes are one folder for
+# every node, as a shared file system would be). The kubelet's kubeconfig reaches the API server
+# at $NODES_NET.1 with a certificate for system:node:$NODE-I.
 #
 # The faults: stop (its containers get SIGTERM, then SIGKILL ten seconds later, and its
-# kubelet, kube-proxy and containerd stop: a shutdown), kill (everything of the node gets
-# SIGKILL at once and its veth goes down: a node lost), start (again, after either), cut (its
-# veth goes down for a number of seconds: the node is cut off from every other, and from the
-# API server) and mend (the cut ends now).
+# kubelet, kube-proxy, kube-router and containerd stop: a shutdown), kill (everything of the
+# node gets SIGKILL at once and its veth goes down: a node lost), start (again, after either),
+# cut (its veth goes down for a number of seconds: the node is cut off from every other, and
+# from the API server) and mend (the cut ends now).
 
 # workers_count prints how many worker nodes `up` made.
 workers_count() { cat "$R/workers" 2>/dev/null || echo 0; }
@@ -37,8 +37,8 @@ worker_cmd() {
 	exit 2
 }
 
-# worker_node_up I makes worker node I: its network, certificates, containerd, kubelet and
-# kube-proxy; with GPUS, its stand-in GPUs.
+# worker_node_up I makes worker node I: its network, certificates, containerd, kubelet,
+# kube-proxy and kube-router; with GPUS, its stand-in GPUs.
 worker_node_up() {
 	node_vars "$1"
 	local host=stn$NI v
@@ -114,6 +114,7 @@ node_start() {
 	pause_image
 	kubelet_up
 	proxy_up
+	netpol_up
 	node_ready
 	# After the kubelet registered again: it may reset extended resources when it does.
 	[ "$GPUS" = 0 ] || fake_gpus
@@ -126,11 +127,11 @@ node_kill() {
 	# namespaces outlive the processes here): its link goes down until it starts again.
 	node_mend
 	ip link set "stn$NI" down 2>/dev/null || true
-	for n in kubelet kube-proxy containerd; do
+	for n in kubelet kube-proxy kube-router containerd; do
 		alive "$NX$n" && kill -9 "$(cat "$R/$NX$n.pid")" 2>/dev/null
 	done
 	# Gone, not only signalled: a start right after must not find them still there.
-	for n in kubelet kube-proxy containerd; do
+	for n in kubelet kube-proxy kube-router containerd; do
 		for p in $(seq 1 50); do alive "$NX$n" || break; sleep 0.1; done
 	done
 	for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $SOCK" || true); do kill -9 "$p" 2>/dev/null || true; done
@@ -146,6 +147,7 @@ node_kill() {
 node_stop() {
 	stop "${NX}kubelet"
 	stop "${NX}kube-proxy"
+	stop "${NX}kube-router"
 	node_signal TERM
 	local i
 	for i in $(seq 1 20); do
