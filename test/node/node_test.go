@@ -287,6 +287,9 @@ sbatch --parsable --wait /root/two-steps.sh`)
 			t.Errorf("the exporter pod (uid/restarts) was %q, is %q: it should neither be replaced nor restart", before, after)
 		}
 	})
+	t.Run("NetworkPolicies, enforced: a login node's shell and a job reach slurmctld, and neither slurmrestd, the exporter nor the cloud metadata address, which slurmctld's pod reaches", func(t *testing.T) {
+		e.with(t).checkNetworkPolicies()
+	})
 	t.Run("a worker that starts a job is protected from evictions within the operator's poll: the eviction API refuses it", func(t *testing.T) {
 		e := e.with(t)
 		busy := func() string {
