@@ -485,7 +485,7 @@ podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hell
 		if err != nil || !strings.HasPrefix(out, "alice\n0\n") || strings.Contains(out, "job_") {
 			t.Errorf("alice, in ssh.adminGroups and with no job: ssh worker-1: %v\n%s", err, out)
 		}
-		e.onLogin("deluser --quiet alice hpc-admins")
+		e.onLogin("gpasswd -d alice hpc-admins >/dev/null")
 
 		out = e.onLogin(`srun -N1 -w worker-1 --exclusive sh -c 'docker load -q -i /home/alice/hello.tar >/dev/null && docker run --rm localhost/hello:1 echo "docker on $(hostname)"'`)
 		if strings.TrimSpace(out) != "docker on "+cluster+"-worker-1" {
