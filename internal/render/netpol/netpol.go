@@ -13,7 +13,8 @@
 //	worker     *     other workers (MPI, NCCL, PMIx, srun inside jobs, ssh) and slurmctld
 //	worker sshd 22   login nodes and other workers
 //	login sshd       everyone (the LoadBalancer)
-//	login srun       SrunPortRange from workers (step I/O) and from slurmctld (any port)
+//	login srun       SrunPortRange from workers (step I/O) and from slurmctld (any port);
+//	                 6818 from workers (pam_slurm_adopt's question, refused at once)
 //	slurmdbd   6819  slurmctld, login nodes and workers (sacct, sacctmgr), other slurmdbd
 //	MariaDB    3306  slurmdbd, and anything outside the cluster's user-facing pods (mariadb-operator)
 //	exporter   9341  anything outside the cluster's user-facing pods (Prometheus)
@@ -61,14 +62,17 @@ func Worker(in base.Input) *networkingv1.NetworkPolicy {
 	}, true)
 }
 
-// Login admits ssh from anywhere, slurmctld on every port and workers on SrunPortRange; its
-// pods may not reach the blocked addresses.
+// Login admits ssh from anywhere, slurmctld on every port and workers on SrunPortRange and
+// slurmd's port; its pods may not reach the blocked addresses.
 func Login(in base.Input) *networkingv1.NetworkPolicy {
 	sc := in.Cluster
 	return policy(in, slurmv1alpha1.ComponentLogin, []networkingv1.NetworkPolicyIngressRule{
 		{Ports: tcp(sc.Spec.SlurmNodes.Login.Sshd.Port)},
 		{From: pods(sc, slurmv1alpha1.ComponentController)},
-		{Ports: srunPorts(), From: pods(sc, slurmv1alpha1.ComponentWorker)},
+		// slurmd's port too, where nothing listens: pam_slurm_adopt on a worker asks the ssh
+		// session's source there which job it came from, and a refused connection answers at
+		// once where a dropped one (some networks drop rather than reject) would be waited out.
+		{Ports: append(srunPorts(), tcp(slurmfacts.SlurmdPort)...), From: pods(sc, slurmv1alpha1.ComponentWorker)},
 	}, true)
 }
 

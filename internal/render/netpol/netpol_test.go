@@ -146,6 +146,7 @@ func TestWhoMayReachWhat(t *testing.T) {
 		{wrk, lgn, srun, true, "a step's I/O back to srun on a login node"},
 		{wrk, lgn, slurmfacts.SrunPortMax + 1, false, "a job reaches a login node outside SrunPortRange"},
 		{ctl, lgn, 45000, true, "slurmctld reaches salloc on a login node"},
+		{wrk, lgn, slurmfacts.SlurmdPort, true, "pam_slurm_adopt on a worker asks the ssh session's source"},
 		{stranger, lgn, srun, false, "another namespace's pod reaches srun on a login node"},
 		{ctl, acc, slurmfacts.SlurmdbdPort, true, "slurmctld reaches slurmdbd"},
 		{lgn, acc, slurmfacts.SlurmdbdPort, true, "sacct on a login node"},
