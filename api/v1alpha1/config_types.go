@@ -126,6 +126,12 @@ type SlurmConfig struct {
 	// +optional
 	Partitions []Partition `json:"partitions,omitempty"`
 
+	// Topology describes how the workers' Kubernetes nodes are connected (an NVLink domain, a
+	// rack, a network switch), read from node labels the admin names, so that Slurm places a
+	// multi-node job on workers close to each other. Unset: Slurm treats every worker alike.
+	// +optional
+	Topology *NetworkTopology `json:"topology,omitempty"`
+
 	// DefMemPerNode is the memory in MiB a job gets per node when it asks for none
 	// (DefMemPerNode). Unset, and with defMemPerCPU unset, a job gets memory per CPU
 	// (DefMemPerCPU): a worker's RealMemory divided by its CPUs, when both are known from
@@ -189,11 +195,13 @@ type SlurmConfig struct {
 	// slurmctld. A PrologFlags line must keep Contain: an ssh session on a worker joins its job
 	// through the job's extern step (pam_slurm_adopt), and without one users could not log in.
 	// SrunPortRange is the operator's: the NetworkPolicies open that range on login and worker
-	// pods for srun's callbacks.
+	// pods for srun's callbacks. TopologyPlugin comes from topology, with the topology.conf it
+	// reads (TopologyParam may be set here).
 	// +listType=atomic
 	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)slurmctldparameters *=') || l.contains('enable_configless'))",message="a SlurmctldParameters line must keep enable_configless: workers fetch their config from slurmctld"
 	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)prologflags *=') || l.matches('(?i)contain'))",message="a PrologFlags line must keep Contain: ssh sessions on workers join their jobs through the extern step (pam_slurm_adopt)"
 	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)srunportrange *='))",message="SrunPortRange is set by the operator: the NetworkPolicies open that range for the callbacks of srun"
+	// +kubebuilder:validation:XValidation:rule="self.all(l, !l.matches('^ *(?i)topologyplugin *='))",message="TopologyPlugin is set by spec.slurmConfig.topology, which also writes the topology.conf it reads"
 	// +kubebuilder:validation:MaxItems=256
 	// +optional
 	ExtraSlurmConf []ConfigLine `json:"extraSlurmConf,omitempty"`

@@ -205,6 +205,9 @@ func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcil
 	if in.NodeAddresses, err = r.nodeAddresses(ctx, s.desired); err != nil {
 		return err
 	}
+	if in.Placements, err = r.workerPlacements(ctx, s.desired); err != nil {
+		return err
+	}
 	if in.Optional, err = r.optionalAPIs(ctx, s.facts); err != nil {
 		return err
 	}

@@ -35,5 +35,5 @@ func RestdURL(sc *slurmv1alpha1.SlurmCluster, clusterDomain string) string {
 // controller reports them in the Degraded condition; the cluster is rendered all the same.
 func Warnings(in base.Input) []string {
 	_, warnings := slurmconf.Defaults(in)
-	return warnings
+	return append(warnings, slurmconf.TopologyWarnings(in)...)
 }

@@ -25,6 +25,10 @@ type Input struct {
 	// NodeAddresses are the pod addresses of the cluster's Slurm nodes, by Slurm node name
 	// (controller-0, worker-3, login-1), sorted: the names users ssh to.
 	NodeAddresses []NodeAddress
+	// Placements are where the workers run, for spec.slurmConfig.topology: each placed worker's
+	// Slurm node name and the topology labels of its Kubernetes node (only the labels the
+	// topology names). A worker whose pod is on no node yet is not listed.
+	Placements []WorkerPlacement
 	// ControlPlanePriorityClass, when set, is the PriorityClass of the control-plane pods
 	// (slurmctld, slurmdbd, the MariaDB of mariadb-operator): the installer's choice, from the
 	// manager's flags.
@@ -38,6 +42,16 @@ type Input struct {
 type OperatorPods struct {
 	Namespace string
 	PodLabels map[string]string
+}
+
+// WorkerPlacement is the Kubernetes node a worker runs on, as the topology sees it.
+type WorkerPlacement struct {
+	// Name is the worker's Slurm node name (worker-3).
+	Name string
+	// Node is the Kubernetes node's name.
+	Node string
+	// Labels are the node's labels that spec.slurmConfig.topology names.
+	Labels map[string]string
 }
 
 // NodeAddress is the address of the pod that runs a Slurm node.

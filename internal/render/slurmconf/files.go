@@ -43,6 +43,9 @@ func Files(in base.Input) map[string]string {
 	if HealthChecksOn(in.Cluster) {
 		files[NodeHealthScript] = nodeHealth(in)
 	}
+	if in.Cluster.Spec.SlurmConfig.Topology != nil {
+		files[TopologyConf], _ = networkTopology(in)
+	}
 	return files
 }
 
@@ -122,6 +125,10 @@ func slurmBaseConf(in base.Input) string {
 	w.kv("Waittime", 0)
 	if in.GPU.Total() > 0 {
 		w.kv("GresTypes", "gpu")
+	}
+	if t := spec.SlurmConfig.Topology; t != nil {
+		w.comment(TopologyConf + " follows the labels of the nodes the workers run on (spec.slurmConfig.topology).")
+		w.kv("TopologyPlugin", "topology/"+string(t.Plugin))
 	}
 	cfg := spec.SlurmConfig
 	// A spec value that would make whole-node jobs impossible is replaced; the controller

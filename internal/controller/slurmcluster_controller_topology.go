@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"context"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+)
+
+// workerPlacements are where the workers run, for spec.slurmConfig.topology: each worker pod on
+// a node, with that node's labels the topology names (read from the node cache). A pod being
+// deleted is left out (its worker is placed again with its new pod); so is a pod whose node is
+// gone. Nil without a topology: nothing else reads them.
+func (r *SlurmClusterReconciler) workerPlacements(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) ([]base.WorkerPlacement, error) {
+	t := sc.Spec.SlurmConfig.Topology
+	if t == nil {
+		return nil, nil
+	}
+	keys := t.SwitchLabels
+	if t.Plugin == slurmv1alpha1.TopologyBlock {
+		keys = []string{t.BlockLabel}
+	}
+	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
+	if err != nil {
+		return nil, err
+	}
+	var out []base.WorkerPlacement
+	for _, p := range pods.Items {
+		i, err := strconv.ParseInt(p.Labels[base.LabelPodIndex], 10, 32)
+		if err != nil || p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		var node corev1.Node
+		if err := r.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		labels := map[string]string{}
+		for _, k := range keys {
+			if v, ok := node.Labels[k]; ok {
+				labels[k] = v
+			}
+		}
+		out = append(out, base.WorkerPlacement{Name: slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, int32(i)), Node: node.Name, Labels: labels})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out, nil
+}
