@@ -387,9 +387,35 @@ type WorkerStatus struct {
 	// Drained is how many workers Slurm reports drained or draining.
 	// +optional
 	Drained int32 `json:"drained,omitempty"`
+	// OutOfService are the workers Slurm holds out of service (drained, draining, down or
+	// failed), each with its reason (a health check's output, the Kubernetes node's condition,
+	// an admin's words), who set it and since when; the first 32 in Slurm's order (the exporter's
+	// slurm_node_reason_since_timestamp_seconds has them all).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	OutOfService []NodeOutOfService `json:"outOfService,omitempty"`
 	// Selector selects the worker pods (for the scale subresource, HPA and KEDA).
 	// +optional
 	Selector string `json:"selector,omitempty"`
+}
+
+// NodeOutOfService is a Slurm node held out of service, and why.
+type NodeOutOfService struct {
+	// Name is the Slurm node name (worker-3).
+	Name string `json:"name"`
+	// State is its state as sinfo names it (drained, draining, down, fail).
+	State string `json:"state"`
+	// Reason is the reason Slurm keeps for it (its first 200 characters).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// SetBy is who set the reason: operator (for its drains), admin, or empty (Slurm's own,
+	// for a node that stopped answering).
+	// +optional
+	SetBy string `json:"setBy,omitempty"`
+	// Since is when the reason was set.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // GPUShape is the GPU configuration of each worker.

@@ -49,6 +49,17 @@ var _ = Describe("Kubernetes node health against a real Slurm cluster", func() {
 			g.Expect(n.Reason).To(Equal(slurmfacts.DrainKubernetesNode + " " + nodeNames[1] + " is cordoned"))
 		}).WithTimeout(timeout).Should(Succeed())
 
+		By("the status lists worker-1 out of service, with the reason, who set it and since when")
+		Eventually(func(g Gomega) {
+			cur := &slurmv1alpha1.SlurmCluster{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "health"), cur)).To(Succeed())
+			g.Expect(cur.Status.Workers.OutOfService).To(HaveLen(1))
+			o := cur.Status.Workers.OutOfService[0]
+			g.Expect([]string{o.Name, o.State, o.SetBy, o.Reason}).To(Equal([]string{"worker-1", "drained", "operator", slurmfacts.DrainKubernetesNode + " " + nodeNames[1] + " is cordoned"}))
+			g.Expect(o.Since).NotTo(BeNil())
+			g.Expect(time.Since(o.Since.Time)).To(BeNumerically("<", 5*time.Minute))
+		}).WithTimeout(timeout).Should(Succeed())
+
 		Eventually(func(g Gomega) {
 			v, _ := metricValue("slurm_operator_workers_drained_for_node_health", map[string]string{"namespace": ns, "slurmcluster": "health"})
 			g.Expect(v).To(Equal(1.0))
@@ -89,6 +100,13 @@ var _ = Describe("Kubernetes node health against a real Slurm cluster", func() {
 			g.Expect(n.Has("DRAIN")).To(BeTrue())
 			g.Expect(n.Reason).To(Equal("disk check by admin"))
 		}).WithTimeout(4 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &slurmv1alpha1.SlurmCluster{}
+			g.Expect(k8sClient.Get(ctx, key(ns, "health"), cur)).To(Succeed())
+			g.Expect(cur.Status.Workers.OutOfService).To(HaveLen(1))
+			o := cur.Status.Workers.OutOfService[0]
+			g.Expect([]string{o.Name, o.SetBy, o.Reason}).To(Equal([]string{"worker-0", "admin", "disk check by admin"}))
+		}).WithTimeout(timeout).Should(Succeed())
 	})
 })
 

@@ -197,6 +197,7 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	if o.slurmReached {
 		c := slurm.Count(o.slurmNodes)
 		st.Workers.Idle, st.Workers.Allocated, st.Workers.Drained = c.Idle, c.Allocated, c.Drained
+		st.Workers.OutOfService = outOfService(o.slurmNodes)
 	}
 	switch n := o.gpu.GPU.Total(); {
 	case o.gpu.Reason == "":
@@ -321,4 +322,29 @@ func (r *SlurmClusterReconciler) statusSettling(o *observed, now time.Time) time
 		}
 	}
 	return wait
+}
+
+// maxOutOfServiceShown bounds status.workers.outOfService (its CRD's MaxItems).
+const maxOutOfServiceShown = 32
+
+// outOfService lists the nodes Slurm holds out of service, in Slurm's order (its node list's), with their reasons, who
+// set them and since when; nil when none is.
+func outOfService(nodes []slurm.Node) []slurmv1alpha1.NodeOutOfService {
+	var out []slurmv1alpha1.NodeOutOfService
+	for _, n := range nodes {
+		state := slurm.NodeState(n)
+		if !slurm.OutOfService(state) {
+			continue
+		}
+		e := slurmv1alpha1.NodeOutOfService{Name: n.Name, State: state, Reason: n.ShownReason(), SetBy: slurm.ReasonOwner(n, state)}
+		if n.ReasonAt.Set && n.ReasonAt.Number > 0 {
+			since := metav1.Unix(n.ReasonAt.Number, 0)
+			e.Since = &since
+		}
+		out = append(out, e)
+	}
+	if len(out) > maxOutOfServiceShown {
+		out = out[:maxOutOfServiceShown]
+	}
+	return out
 }

@@ -117,10 +117,11 @@ func TestMetricsOfRecordedAnswers(t *testing.T) {
 	got := gather(t, New(src, Options{Cluster: "demo", Accounting: true, PerUser: true, MaxAge: time.Minute}))
 	for series, want := range map[string]float64{
 		"slurm_up{}": 1,
-		"slurm_node_state{node=worker-0,operator_reason=,reason_owner=,state=mixed}":              1,
-		"slurm_node_state{node=worker-1,operator_reason=,reason_owner=admin,state=drained}":       1,
-		"slurm_partition_nodes{operator_reason=,partition=main,reason_owner=admin,state=drained}": 1,
-		"slurm_partition_nodes{operator_reason=,partition=main,reason_owner=,state=mixed}":        1,
+		"slurm_node_state{node=worker-0,operator_reason=,reason_owner=,state=mixed}":                                                                1,
+		"slurm_node_state{node=worker-1,operator_reason=,reason_owner=admin,state=drained}":                                                         1,
+		"slurm_partition_nodes{operator_reason=,partition=main,reason_owner=admin,state=drained}":                                                   1,
+		"slurm_node_reason_since_timestamp_seconds{node=worker-1,operator_reason=,reason=admin: test,reason_owner=admin,set_by=root,state=drained}": 1796078365,
+		"slurm_partition_nodes{operator_reason=,partition=main,reason_owner=,state=mixed}":                                                          1,
 		"slurm_node_cpus{node=worker-0}":                                           2,
 		"slurm_node_cpus_allocated{node=worker-0}":                                 1,
 		"slurm_node_cpus_idle{node=worker-0}":                                      1,
@@ -155,6 +156,11 @@ func TestMetricsOfRecordedAnswers(t *testing.T) {
 		}
 		if v != want && !(series == "slurm_exporter_answer_age_seconds{resource=nodes}" && v < 1) {
 			t.Errorf("%s = %v, want %v", series, v, want)
+		}
+	}
+	for series := range got {
+		if strings.HasPrefix(series, "slurm_node_reason_since_timestamp_seconds{node=worker-0,") {
+			t.Errorf("a node in service has a reason series: %s", series)
 		}
 	}
 	// Per-user metrics off: no series names a user.

@@ -28,16 +28,17 @@ func counter(name, help string, labels ...string) *family {
 
 // Nodes, from the nodes answer.
 var (
-	nodeState = gauge("slurm_node_state", "1 for each node, labelled with its state (idle, mixed, allocated, completing, draining, drained, down, fail, future, unknown) and, for draining, drained and failed nodes, who took it out (operator, admin) and, for the operator, why (update, scale-down, pod-stopping, health, kubernetes-node, other).", "node", "state", "reason_owner", "operator_reason")
-	nodeCPUs  = gauge("slurm_node_cpus", "CPUs of the node.", "node")
-	nodeCPUsA = gauge("slurm_node_cpus_allocated", "CPUs of the node allocated to jobs.", "node")
-	nodeCPUsI = gauge("slurm_node_cpus_idle", "CPUs of the node not allocated (whatever its state).", "node")
-	nodeMem   = gauge("slurm_node_memory_bytes", "Memory of the node Slurm schedules (RealMemory).", "node")
-	nodeMemA  = gauge("slurm_node_memory_allocated_bytes", "Memory of the node allocated to jobs.", "node")
-	nodeMemI  = gauge("slurm_node_memory_idle_bytes", "Memory of the node not allocated.", "node")
-	nodeGPUs  = gauge("slurm_node_gpus", "GPUs of the node by gres type (\"\" for untyped).", "node", "type")
-	nodeGPUsA = gauge("slurm_node_gpus_allocated", "GPUs of the node allocated to jobs, by type.", "node", "type")
-	nodeGPUsI = gauge("slurm_node_gpus_idle", "GPUs of the node not allocated, by type.", "node", "type")
+	nodeState  = gauge("slurm_node_state", "1 for each node, labelled with its state (idle, mixed, allocated, completing, draining, drained, down, fail, future, unknown) and, for draining, drained and failed nodes, who took it out (operator, admin) and, for the operator, why (update, scale-down, pod-stopping, health, kubernetes-node, other).", "node", "state", "reason_owner", "operator_reason")
+	nodeReason = gauge("slurm_node_reason_since_timestamp_seconds", "For each drained, draining, down or failed node with a reason: when the reason was set (seconds since the epoch), labelled with who took it out (operator, admin; \"\" for Slurm's own reason of a down node), why for the operator (as slurm_node_state), the reason's text (its first 200 characters) and the user who set it.", "node", "state", "reason_owner", "operator_reason", "reason", "set_by")
+	nodeCPUs   = gauge("slurm_node_cpus", "CPUs of the node.", "node")
+	nodeCPUsA  = gauge("slurm_node_cpus_allocated", "CPUs of the node allocated to jobs.", "node")
+	nodeCPUsI  = gauge("slurm_node_cpus_idle", "CPUs of the node not allocated (whatever its state).", "node")
+	nodeMem    = gauge("slurm_node_memory_bytes", "Memory of the node Slurm schedules (RealMemory).", "node")
+	nodeMemA   = gauge("slurm_node_memory_allocated_bytes", "Memory of the node allocated to jobs.", "node")
+	nodeMemI   = gauge("slurm_node_memory_idle_bytes", "Memory of the node not allocated.", "node")
+	nodeGPUs   = gauge("slurm_node_gpus", "GPUs of the node by gres type (\"\" for untyped).", "node", "type")
+	nodeGPUsA  = gauge("slurm_node_gpus_allocated", "GPUs of the node allocated to jobs, by type.", "node", "type")
+	nodeGPUsI  = gauge("slurm_node_gpus_idle", "GPUs of the node not allocated, by type.", "node", "type")
 
 	partNodes = gauge("slurm_partition_nodes", "Nodes of the partition by state and, for draining, drained and failed nodes, who took them out and why (as slurm_node_state).", "partition", "state", "reason_owner", "operator_reason")
 	partCPUs  = gauge("slurm_partition_cpus", "CPUs of the partition's nodes.", "partition")

@@ -112,10 +112,13 @@ func emitNodes(e *emitter, nodes []slurm.Node) {
 	parts := map[string]*capacity{}
 	partStates := map[string]map[stateKey]int{}
 	for _, n := range nodes {
-		state := NodeState(n)
-		owner := ReasonOwner(n, state)
-		key := stateKey{state, owner, OperatorReason(n, owner)}
+		state := slurm.NodeState(n)
+		owner := slurm.ReasonOwner(n, state)
+		key := stateKey{state, owner, slurm.OperatorReason(n, owner)}
 		e.add(nodeState, 1, n.Name, key.state, key.owner, key.reason)
+		if n.Reason != "" && slurm.OutOfService(key.state) {
+			e.add(nodeReason, float64(n.ReasonAt.Number), n.Name, key.state, key.owner, key.reason, n.ShownReason(), n.ReasonBy)
+		}
 		var c capacity
 		c.addNode(n)
 		c.emit(e, nodeCapacity, n.Name)

@@ -9,14 +9,16 @@ import (
 
 // Node is what the operator needs to know of a Slurm node.
 type Node struct {
-	Name      string   `json:"name"`
-	State     []string `json:"state"`
-	Reason    string   `json:"reason"`
-	ReasonBy  string   `json:"reason_set_by_user"`
-	AllocCPUs int64    `json:"alloc_cpus"`
-	CPUs      int64    `json:"cpus"`
-	Gres      string   `json:"gres"`
-	GresUsed  string   `json:"gres_used"`
+	Name     string   `json:"name"`
+	State    []string `json:"state"`
+	Reason   string   `json:"reason"`
+	ReasonBy string   `json:"reason_set_by_user"`
+	// ReasonAt is when the reason was set, in seconds since the epoch (0 or unset: never).
+	ReasonAt  Number `json:"reason_changed_at"`
+	AllocCPUs int64  `json:"alloc_cpus"`
+	CPUs      int64  `json:"cpus"`
+	Gres      string `json:"gres"`
+	GresUsed  string `json:"gres_used"`
 	// RealMemory and AllocMemory are in MiB.
 	RealMemory  int64    `json:"real_memory"`
 	AllocMemory int64    `json:"alloc_memory"`

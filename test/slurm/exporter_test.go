@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slurm-k8s/slurm-operator/internal/exporter"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/metricstest"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
@@ -93,7 +94,21 @@ func TestExporterMatchesSinfoAndSqueue(t *testing.T) {
 	if states["worker-1"] != "drained/admin/" || states["worker-2"] != "drained/operator/scale-down" {
 		t.Errorf("drain owners: worker-1 %q (admin's), worker-2 %q (the operator's)", states["worker-1"], states["worker-2"])
 	}
-	if got := m.By("slurm_partition_nodes", "state"); got[exporter.StateDrained] != 2 || got[exporter.StateMixed] != 1 {
+	// Why and since when: the reason text and who set it, at the time slurmctld recorded it.
+	for series, reason := range map[string]string{
+		"slurm_node_reason_since_timestamp_seconds{node=worker-1,operator_reason=,reason=admin: bad DIMM,reason_owner=admin,set_by=root,state=drained}":                                 "admin's",
+		"slurm_node_reason_since_timestamp_seconds{node=worker-2,operator_reason=scale-down,reason=" + slurmfacts.DrainScaleDown + ",reason_owner=operator,set_by=slurm,state=drained}": "operator's",
+	} {
+		since, ok := m[series]
+		if !ok {
+			t.Errorf("the %s drain's reason is missing: want %s", reason, series)
+			continue
+		}
+		if age := time.Since(time.Unix(int64(since), 0)); age < 0 || age > 4*time.Minute {
+			t.Errorf("%s = %v: set %v ago, want within the test", series, since, age)
+		}
+	}
+	if got := m.By("slurm_partition_nodes", "state"); got[slurm.StateDrained] != 2 || got[slurm.StateMixed] != 1 {
 		t.Errorf("partition nodes by state: %v", got)
 	}
 

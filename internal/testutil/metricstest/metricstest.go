@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/slurm-k8s/slurm-operator/internal/exporter"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
 // Samples are a scrape's samples by `name{k=v,…}` (labels sorted; the cluster label left out).
@@ -101,7 +101,7 @@ func (s Samples) NodeStates() map[string]string {
 // the flags sinfo appends, such as * for not responding, left out); "" for one it has none for.
 func SinfoState(compact string) string {
 	return map[string]string{
-		"idle": exporter.StateIdle, "mix": exporter.StateMixed, "alloc": exporter.StateAllocated, "comp": exporter.StateCompleting,
-		"drng": exporter.StateDraining, "drain": exporter.StateDrained, "down": exporter.StateDown, "fail": exporter.StateFail,
+		"idle": slurm.StateIdle, "mix": slurm.StateMixed, "alloc": slurm.StateAllocated, "comp": slurm.StateCompleting,
+		"drng": slurm.StateDraining, "drain": slurm.StateDrained, "down": slurm.StateDown, "fail": slurm.StateFail,
 	}[strings.TrimRight(compact, "*~#!%$@^-")]
 }
