@@ -82,6 +82,9 @@ type SlurmClusterReconciler struct {
 	// statusWritten maps a SlurmCluster's namespaced name to the status last written
 	// (writtenStatus); forgotten when the SlurmCluster is gone.
 	statusWritten sync.Map
+	// topologyLabels maps a SlurmCluster's namespaced name to the node label keys its
+	// spec.slurmConfig.topology names ([]string), for the node predicate.
+	topologyLabels sync.Map
 	// apis answers which optional APIs are served (set up by SetupWithManager).
 	apis *optionalAPIWatcher
 	// podsIndexed: the manager's cache indexes pods by cluster (SetupWithManager).
@@ -120,6 +123,7 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Get(ctx, req.NamespacedName, sc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.statusWritten.Delete(req.NamespacedName)
+			r.topologyLabels.Delete(req.NamespacedName)
 			forgetCluster(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -171,7 +175,7 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&discoveryv1.EndpointSlice{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod), builder.WithPredicates(podAddressChanged())).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(nodeChangeMatters())).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(nodeChangeMatters(r.isTopologyLabel))).
 		WatchesRawSource(source.Channel(r.apis.changed, handler.EnqueueRequestsFromMapFunc(r.allClusters))).
 		Named("slurmcluster").
 		Complete(r)

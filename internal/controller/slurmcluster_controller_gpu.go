@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"maps"
 	"sort"
 	"strings"
 
@@ -46,13 +45,13 @@ func (r *SlurmClusterReconciler) allClusters(ctx context.Context, _ client.Objec
 }
 
 // nodeChangeMatters lets through node events that can change a GPU shape, a worker's node
-// health or the network topology: a GPU node appearing or leaving, a change of allocatable
-// GPUs, of the cordon, of readiness or of any label (a GPU label, or one a cluster's
-// spec.slurmConfig.topology names: nodes' labels change rarely, and a reconcile that finds
-// nothing to change writes nothing). Status changes (heartbeats, images) are dropped before
-// they cause a reconcile; so are nodes without GPUs appearing or leaving (no worker runs on a
-// node that is not there yet, and a worker's pod leaves with its node).
-func nodeChangeMatters() predicate.Predicate {
+// health or the network topology: a GPU node appearing or leaving, a change of a GPU label,
+// of a label topologyLabel says a cluster's spec.slurmConfig.topology names, of allocatable
+// GPUs, of the cordon or of readiness. Other label or status changes (heartbeats, images) are
+// dropped before they cause a reconcile; so are nodes without GPUs appearing or leaving (no
+// worker runs on a node that is not there yet, and a worker's pod leaves with its node).
+func nodeChangeMatters(topologyLabel func(key string) bool) predicate.Predicate {
+	matters := func(key string) bool { return gpu.IsShapeLabel(key) || topologyLabel(key) }
 	gpuNode := func(o client.Object) bool { return o.GetLabels()[gpu.LabelPresent] == "true" }
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return gpuNode(e.Object) },
@@ -66,8 +65,15 @@ func nodeChangeMatters() predicate.Predicate {
 			if oldN.Spec.Unschedulable != newN.Spec.Unschedulable || nodeReady(oldN) != nodeReady(newN) || problemConditions(oldN) != problemConditions(newN) {
 				return true
 			}
-			if !maps.Equal(oldN.Labels, newN.Labels) {
-				return true
+			for k, v := range newN.Labels {
+				if oldN.Labels[k] != v && matters(k) {
+					return true
+				}
+			}
+			for k := range oldN.Labels {
+				if _, still := newN.Labels[k]; !still && matters(k) {
+					return true
+				}
 			}
 			oldQ := oldN.Status.Allocatable[slurmfacts.GPUResource]
 			newQ := newN.Status.Allocatable[slurmfacts.GPUResource]

@@ -20,12 +20,14 @@ import (
 func (r *SlurmClusterReconciler) workerPlacements(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) ([]base.WorkerPlacement, error) {
 	t := sc.Spec.SlurmConfig.Topology
 	if t == nil {
+		r.topologyLabels.Delete(client.ObjectKeyFromObject(sc))
 		return nil, nil
 	}
 	keys := t.SwitchLabels
 	if t.Plugin == slurmv1alpha1.TopologyBlock {
 		keys = []string{t.BlockLabel}
 	}
+	r.topologyLabels.Store(client.ObjectKeyFromObject(sc), keys)
 	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
 	if err != nil {
 		return nil, err
@@ -52,4 +54,20 @@ func (r *SlurmClusterReconciler) workerPlacements(ctx context.Context, sc *slurm
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out, nil
+}
+
+// isTopologyLabel reports whether a cluster's topology names the node label key (as its
+// last render found): the node predicate lets a change of it through.
+func (r *SlurmClusterReconciler) isTopologyLabel(key string) bool {
+	found := false
+	r.topologyLabels.Range(func(_, v any) bool {
+		for _, k := range v.([]string) {
+			if k == key {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
 }

@@ -18,7 +18,7 @@ const (
 )
 
 // IsShapeLabel reports whether a node label key takes part in the GPU shape. Changes to other
-// labels never change the shape.
+// labels never re-render anything, but for the labels a cluster's topology names.
 func IsShapeLabel(key string) bool {
 	switch key {
 	case LabelPresent, LabelCount, LabelProduct, LabelMemory, LabelMIGStrategy:
