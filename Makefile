@@ -151,13 +151,11 @@ run: ## Run the manager against the current kubeconfig.
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS)
-	GOBIN=$(TOOLS)/.gobin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
-	mv $(TOOLS)/.gobin/controller-gen $@
+	bin=$$(mktemp -d $(TOOLS)/.gobin.XXXXXX); if GOBIN=$$bin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) && mv $$bin/controller-gen $@; then rc=0; else rc=1; fi; rm -rf $$bin; exit $$rc
 
 $(PROMTOOL):
 	mkdir -p $(TOOLS)
-	GOBIN=$(TOOLS)/.gobin GOFLAGS=-buildvcs=false go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION)
-	mv $(TOOLS)/.gobin/promtool $@
+	bin=$$(mktemp -d $(TOOLS)/.gobin.XXXXXX); if GOBIN=$$bin GOFLAGS=-buildvcs=false go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) && mv $$bin/promtool $@; then rc=0; else rc=1; fi; rm -rf $$bin; exit $$rc
 
 .PHONY: test-alerts
 test-alerts: $(PROMTOOL) ## Check the alerts and the dashboard's queries with promtool, and run the alerts' unit tests.
@@ -165,5 +163,4 @@ test-alerts: $(PROMTOOL) ## Check the alerts and the dashboard's queries with pr
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)
-	GOBIN=$(TOOLS)/.gobin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	mv $(TOOLS)/.gobin/staticcheck $@
+	bin=$$(mktemp -d $(TOOLS)/.gobin.XXXXXX); if GOBIN=$$bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && mv $$bin/staticcheck $@; then rc=0; else rc=1; fi; rm -rf $$bin; exit $$rc
