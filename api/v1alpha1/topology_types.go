@@ -44,7 +44,7 @@ type NetworkTopology struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:Minimum=1
-	// +kubebuilder:validation:items:Maximum=65536
+	// +kubebuilder:validation:items:Maximum=32768
 	// +kubebuilder:validation:XValidation:rule="self.all(s, s >= self[0] && [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768].exists(p, s == self[0] * p))",message="the first size is the base and the smallest; every other is the base times a power of two"
 	// +listType=set
 	// +optional

@@ -116,7 +116,7 @@ func emitNodes(e *emitter, nodes []slurm.Node) {
 		owner := slurm.ReasonOwner(n, state)
 		key := stateKey{state, owner, slurm.OperatorReason(n, owner)}
 		e.add(nodeState, 1, n.Name, key.state, key.owner, key.reason)
-		if n.Reason != "" && slurm.OutOfService(key.state) {
+		if n.Reason != "" && slurm.OutOfService(key.state) && n.ReasonAt.Set && n.ReasonAt.Number > 0 {
 			e.add(nodeReason, float64(n.ReasonAt.Number), n.Name, key.state, key.owner, key.reason, n.ShownReason(), n.ReasonBy)
 		}
 		var c capacity

@@ -56,14 +56,22 @@ func NodeState(n Node) string {
 }
 
 // ReasonOwner says who took a drained, draining or failed node out: OwnerOperator or
-// OwnerAdmin; "" for any other node (a down node's reason is Slurm's own).
+// OwnerAdmin; "" for any other node. A down node's reason is Slurm's own ("Not responding"),
+// unless the operator drained it first (a worker whose Kubernetes node is not ready usually
+// stops answering too, and Slurm keeps the operator's reason): then it is the operator's.
 func ReasonOwner(n Node, state string) string {
+	operators := strings.HasPrefix(n.Reason, slurmfacts.DrainReasonPrefix)
 	switch state {
 	case StateDrained, StateDraining, StateFail:
+	case StateDown:
+		if operators {
+			return OwnerOperator
+		}
+		return ""
 	default:
 		return ""
 	}
-	if strings.HasPrefix(n.Reason, slurmfacts.DrainReasonPrefix) {
+	if operators {
 		return OwnerOperator
 	}
 	if n.Reason == "" {

@@ -190,21 +190,19 @@ func treeTopology(w *writer, t *slurmv1alpha1.NetworkTopology, workers []placed)
 		}
 		return keys[a].value < keys[b].value
 	})
-	used := map[string]bool{}
-	names := map[key]string{}
-	for _, k := range keys {
-		names[k] = uniqueName(k.value, k.level, used)
-	}
+	// Each switch's parent is the one most of its workers name. A switch all of whose children
+	// went under another parent is left out: Slurm refuses a switch without children (and the
+	// switch above it may then have none either, so levels are settled from the leaves up).
 	var warnings []string
-	children := map[key][]string{}
-	var tops []string
+	parentOf := map[key]key{}
+	children := map[key][]key{}
 	for _, k := range keys {
 		parent, ok := mostCommon(parents[k])
 		if !ok {
-			tops = append(tops, names[k])
 			continue
 		}
-		children[parent] = append(children[parent], names[k])
+		parentOf[k] = parent
+		children[parent] = append(children[parent], k)
 		if len(parents[k]) > 1 {
 			var others []string
 			for o := range parents[k] {
@@ -217,12 +215,42 @@ func treeTopology(w *writer, t *slurmv1alpha1.NetworkTopology, workers []placed)
 				k.value, t.SwitchLabels[k.level+1], parent.value, strings.Join(others, ", "), parent.value))
 		}
 	}
+	live := map[key]bool{}
+	for _, k := range keys { // by level: a switch's children come before it
+		if k.level == 0 {
+			live[k] = true
+			continue
+		}
+		for _, c := range children[k] {
+			live[k] = live[k] || live[c]
+		}
+	}
+	used := map[string]bool{}
+	names := map[key]string{}
 	for _, k := range keys {
+		if live[k] {
+			names[k] = uniqueName(k.value, k.level, used)
+		}
+	}
+	var tops []string
+	for _, k := range keys {
+		if !live[k] {
+			continue
+		}
+		if _, ok := parentOf[k]; !ok {
+			tops = append(tops, names[k])
+		}
 		if k.level == 0 {
 			w.line("SwitchName=" + names[k] + " Nodes=" + NodeList(string(slurmv1alpha1.ComponentWorker), leaves[k]))
-		} else {
-			w.line("SwitchName=" + names[k] + " Switches=" + strings.Join(children[k], ","))
+			continue
 		}
+		var kids []string
+		for _, c := range children[k] {
+			if live[c] {
+				kids = append(kids, names[c])
+			}
+		}
+		w.line("SwitchName=" + names[k] + " Switches=" + strings.Join(kids, ","))
 	}
 	if len(tops) > 1 {
 		w.comment("One root over the top switches: a job may still span the whole cluster.")

@@ -215,3 +215,26 @@ func TestNodeListCompressesRuns(t *testing.T) {
 		t.Errorf("hostCount = %d", got)
 	}
 }
+
+// A spine whose only leaf goes under another spine (most of the leaf's nodes name that one) has
+// no children left: it is not written, since Slurm refuses a switch without children.
+func TestASwitchLeftWithoutChildrenIsNotWritten(t *testing.T) {
+	in := topologyCluster(3, &slurmv1alpha1.NetworkTopology{Plugin: slurmv1alpha1.TopologyTree, SwitchLabels: []string{leafLabel, spineLabel}},
+		map[int]map[string]string{
+			0: {leafLabel: "leaf1", spineLabel: "spine1"},
+			1: {leafLabel: "leaf1", spineLabel: "spine1"},
+			2: {leafLabel: "leaf1", spineLabel: "spine2"},
+		})
+	conf, warnings := networkTopology(in)
+	for _, line := range strings.Split(conf, "\n") {
+		if strings.HasSuffix(line, "=") || strings.Contains(line, "spine2") {
+			t.Errorf("line %q: a switch without children, or the emptied spine2:\n%s", line, conf)
+		}
+	}
+	if !strings.Contains(conf, "SwitchName=spine1 Switches=leaf1\n") || strings.Contains(conf, "SwitchName=root") {
+		t.Errorf("want leaf1 under spine1, the only top switch:\n%s", conf)
+	}
+	if len(warnings) != 1 {
+		t.Errorf("want one warning for leaf1's two spines, got %q", warnings)
+	}
+}
