@@ -59,6 +59,15 @@ type SlurmClusterSpec struct {
 	// +optional
 	PeriodicChecks *PeriodicChecks `json:"periodicChecks,omitempty"`
 
+	// ActiveChecks are checks the operator runs as Slurm jobs of its own on idle workers, on a
+	// schedule and after a worker returns from a drain; a failure drains the worker with the
+	// check's output, comments it or is only reported (docs/health.md#active-checks).
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ActiveChecks []ActiveCheck `json:"activeChecks,omitempty"`
+
 	// SlurmConfig holds the Slurm settings an admin may change: partitions, common parameters,
 	// cgroup.conf keys and extra slurm.conf lines.
 	// +kubebuilder:default={}
@@ -362,6 +371,13 @@ type SlurmClusterStatus struct {
 	// GPU is the GPU shape of each worker, as rendered into Slurm's gres.
 	// +optional
 	GPU *GPUShape `json:"gpu,omitempty"`
+
+	// ActiveChecks is what the last runs of each of spec.activeChecks found.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ActiveChecks []ActiveCheckStatus `json:"activeChecks,omitempty"`
 }
 
 // WorkerStatus counts worker nodes.
@@ -416,6 +432,9 @@ type NodeOutOfService struct {
 	// Since is when the reason was set.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
+	// NextCheck is, for a worker an active check drained, when that check runs on it again.
+	// +optional
+	NextCheck *metav1.Time `json:"nextCheck,omitempty"`
 }
 
 // GPUShape is the GPU configuration of each worker.
