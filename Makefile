@@ -89,7 +89,7 @@ test-unit: ## Run the tests that need no API server.
 
 .PHONY: golden
 golden: ## Regenerate the renderers' golden files.
-	go test ./internal/render/ ./internal/render/slurmconf/ ./internal/gpu/ -update
+	go test ./internal/render/ ./internal/render/slurmconf/ ./internal/gpu/ ./internal/activecheck/ -update
 
 FUZZTIME ?= 30s
 .PHONY: fuzz

@@ -256,10 +256,13 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // Job is what the operator and the exporter need to know of a job.
 type Job struct {
-	ID    int64    `json:"job_id"`
-	State []string `json:"job_state"`
-	Nodes string   `json:"nodes"`
-	Exit  struct {
+	ID   int64  `json:"job_id"`
+	Name string `json:"name"`
+	// Comment is the job's comment (sbatch --comment, or scontrol update from the job itself).
+	Comment string   `json:"comment"`
+	State   []string `json:"job_state"`
+	Nodes   string   `json:"nodes"`
+	Exit    struct {
 		ReturnCode struct {
 			Number int64 `json:"number"`
 		} `json:"return_code"`

@@ -9,10 +9,13 @@ import (
 
 // Node is what the operator needs to know of a Slurm node.
 type Node struct {
-	Name     string   `json:"name"`
-	State    []string `json:"state"`
-	Reason   string   `json:"reason"`
-	ReasonBy string   `json:"reason_set_by_user"`
+	Name   string   `json:"name"`
+	State  []string `json:"state"`
+	Reason string   `json:"reason"`
+	// Comment is the node's comment (scontrol update Comment=); active checks whose failure
+	// only comments write there.
+	Comment  string `json:"comment"`
+	ReasonBy string `json:"reason_set_by_user"`
 	// ReasonAt is when the reason was set, in seconds since the epoch (0 or unset: never).
 	ReasonAt  Number `json:"reason_changed_at"`
 	AllocCPUs int64  `json:"alloc_cpus"`

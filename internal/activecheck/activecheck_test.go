@@ -1,0 +1,191 @@
+package activecheck
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/golden"
+)
+
+func TestRingMeasuresEachWorkerAgainstTwoOthers(t *testing.T) {
+	if got := fmt.Sprint(ring([]string{"a", "b"})); got != "[[a b]]" {
+		t.Errorf("two workers: %s", got)
+	}
+	if got := fmt.Sprint(ring([]string{"a", "b", "c"})); got != "[[a b] [b c] [c a]]" {
+		t.Errorf("three workers: %s", got)
+	}
+	if ring([]string{"a"}) != nil {
+		t.Error("one worker makes no pair")
+	}
+}
+
+// The slow worker slows every pair it is in; its neighbours each have one fast pair.
+func TestJudgeFailsTheWorkerWhoseBestPairIsBelowTheFloor(t *testing.T) {
+	c := Check{Name: "mpi", Program: slurmv1alpha1.ActiveCheckMPIAllReduce, FloorPercent: 50}
+	r := &round{nodes: []string{"w0", "w1", "w2", "w3"}, bandwidth: map[[2]string]float64{
+		{"w0", "w1"}: 1000, {"w1", "w2"}: 12, {"w3", "w0"}: 950,
+	}, failed: map[[2]string]string{{"w2", "w3"}: "srun: error: task 1 exited"}}
+	got := map[string]Result{}
+	for _, res := range r.judge(c, time.Unix(0, 0)) {
+		got[res.Node] = res
+	}
+	for _, w := range []string{"w0", "w1", "w3"} {
+		if !got[w].Passed {
+			t.Errorf("%s failed: %q", w, got[w].Output)
+		}
+	}
+	if got["w2"].Passed || got["w2"].Output != "best all-reduce 12 MB/s (with w1), below 50% of the median worker's 975 MB/s" {
+		t.Errorf("w2: %+v", got["w2"])
+	}
+	// A worker none of whose pairs ran gets no result; one whose every pair failed fails.
+	r = &round{nodes: []string{"a", "b", "c"}, bandwidth: map[[2]string]float64{}, failed: map[[2]string]string{{"a", "b"}: "MPI_Init failed"}}
+	res := r.judge(c, time.Unix(0, 0))
+	if len(res) != 2 || res[0].Passed || res[1].Passed || !strings.Contains(res[0].Output, "MPI_Init failed") {
+		t.Errorf("failed pairs: %+v", res)
+	}
+}
+
+func TestOutcomeKeepsTheEndOfTheOutputAndSaysHowTheJobEnded(t *testing.T) {
+	job := func(rc int64, comment string, state ...string) slurm.Job {
+		j := slurm.Job{State: state, Comment: comment}
+		j.Exit.ReturnCode.Number = rc
+		return j
+	}
+	for _, tc := range []struct {
+		j      slurm.Job
+		passed bool
+		out    string
+	}{
+		{job(0, "fine", "COMPLETED"), true, "fine"},
+		{job(3, "disk full", "FAILED"), false, "disk full"},
+		{job(0, "", "TIMEOUT"), false, "did not end within its timeout"},
+		{job(0, "writing", "TIMEOUT"), false, "did not end within its timeout: writing"},
+		{job(9, "", "NODE_FAIL"), false, "NODE_FAIL, exit 9"},
+	} {
+		passed, out := outcome(tc.j)
+		if passed != tc.passed || out != tc.out {
+			t.Errorf("%v %q: got %v %q, want %v %q", tc.j.State, tc.j.Comment, passed, out, tc.passed, tc.out)
+		}
+	}
+}
+
+func TestCheckOfReasonNamesTheCheckOfItsDrainsOnly(t *testing.T) {
+	c := Check{Name: "jail"}
+	reason := c.Reason("the jail has 10 MiB free")
+	if name, ok := CheckOfReason(reason); !ok || name != "jail" || !c.DrainedBy(reason) {
+		t.Errorf("%q: %q %v", reason, name, ok)
+	}
+	for _, r := range []string{"slurm-operator: health: 1 of 2 GPUs", "admin: check jail: x", "slurm-operator: kubernetes node a is cordoned"} {
+		if _, ok := CheckOfReason(r); ok || c.DrainedBy(r) {
+			t.Errorf("%q read as a check's drain", r)
+		}
+	}
+}
+
+// fakeAPI is slurmrestd for the decisions of Step: it records what is asked.
+type fakeAPI struct {
+	jobs      []slurm.Job
+	submitted [][]string
+	drained   map[string]string
+	resumed   []string
+}
+
+func (f *fakeAPI) Job(_ context.Context, id int64) (slurm.Job, bool, error) {
+	for _, j := range f.jobs {
+		if j.ID == id {
+			return j, true, nil
+		}
+	}
+	return slurm.Job{}, false, nil
+}
+func (f *fakeAPI) Submit(_ context.Context, j slurm.BatchJob) (int64, error) {
+	f.submitted = append(f.submitted, j.Nodes)
+	id := int64(100 + len(f.submitted))
+	f.jobs = append(f.jobs, slurm.Job{ID: id, Name: j.Name, State: []string{"PENDING"}})
+	return id, nil
+}
+
+// end ends a queued job as Slurm would: its state, exit status and comment.
+func (f *fakeAPI) end(id int64, state string, rc int64, comment string) {
+	for i := range f.jobs {
+		if f.jobs[i].ID == id {
+			f.jobs[i].State, f.jobs[i].Comment = []string{state}, comment
+			f.jobs[i].Exit.ReturnCode.Number = rc
+		}
+	}
+}
+func (f *fakeAPI) Drain(_ context.Context, name, reason string) error {
+	f.drained[name] = reason
+	return nil
+}
+func (f *fakeAPI) ResumeIfOwned(_ context.Context, name string) (bool, error) {
+	f.resumed = append(f.resumed, name)
+	return true, nil
+}
+func (f *fakeAPI) SetNodeComment(context.Context, string, string) error { return nil }
+
+func node(name, reason string, state ...string) slurm.Node {
+	return slurm.Node{Name: name, State: state, Reason: reason, Partitions: []string{"main"}}
+}
+
+// Only idle workers in service (or drained by the check itself) get a run; an admin's drain,
+// a busy worker and a worker with a check job already queued get none; a worker drained by the
+// check is resumed after its run is queued, so the run takes it first.
+func TestStepSubmitsOnIdleWorkersOnlyAndRechecksItsOwnDrains(t *testing.T) {
+	c := Check{Name: "x", Script: "true", Interval: time.Hour, Timeout: time.Minute, OnFailure: slurmv1alpha1.ActiveCheckDrain, AfterDrain: true}
+	api := &fakeAPI{drained: map[string]string{}}
+	workers := []slurm.Node{
+		node("w0", "", "IDLE"),
+		node("w1", "", "MIXED"),
+		node("w2", "fan broken", "IDLE", "DRAIN"),
+		node("w3", c.Reason("bad"), "IDLE", "DRAIN"),
+		node("w4", "", "IDLE"),
+	}
+	s := NewState()
+	s.inflight[7] = queued{check: "x", nodes: []string{"w4"}} // queued at an earlier look
+	api.jobs = []slurm.Job{{ID: 7, Name: c.JobName(), State: []string{"PENDING"}}}
+	if _, err := s.Step(context.Background(), api, []Check{c}, workers, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(api.submitted); got != "[[w0] [w3]]" {
+		t.Errorf("submitted on %s, want w0 and w3", got)
+	}
+	if fmt.Sprint(api.resumed) != "[w3]" {
+		t.Errorf("resumed %v, want w3", api.resumed)
+	}
+	// Queued: nothing is submitted again.
+	api.submitted = nil
+	if _, err := s.Step(context.Background(), api, []Check{c}, workers, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.submitted) != 0 {
+		t.Errorf("submitted again while queued: %v", api.submitted)
+	}
+	// w0 passes; w3 (resumed for its run, idle now) fails again and is drained with the output.
+	api.end(101, "COMPLETED", 0, "fine")
+	api.end(102, "FAILED", 1, "still bad")
+	workers[3] = node("w3", "", "IDLE")
+	results, err := s.Step(context.Background(), api, []Check{c}, workers, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || len(api.submitted) != 0 {
+		t.Errorf("results %+v, submitted %v: want two results and nothing due", results, api.submitted)
+	}
+	if fmt.Sprint(api.drained) != "map[w3:slurm-operator: check x: still bad]" {
+		t.Errorf("drained %v", api.drained)
+	}
+}
+
+// The batch script puts the end of the check's output in the job's comment and exits with the
+// check's status ('make golden' rewrites testdata/jail-writable.golden).
+func TestBatchScriptGolden(t *testing.T) {
+	c := Check{Name: "jail", Program: slurmv1alpha1.ActiveCheckJailWritable, Interval: time.Hour, MinFreeKB: 1 << 20, DCGMLevel: 1}
+	golden.Check(t, filepath.Join("testdata", "jail-writable.golden"), []byte(c.BatchScript()))
+}

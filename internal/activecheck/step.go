@@ -1,0 +1,365 @@
+package activecheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+)
+
+// API is what the checks need of slurmrestd.
+type API interface {
+	// Job returns a job, and false when slurmctld no longer knows it.
+	Job(ctx context.Context, id int64) (slurm.Job, bool, error)
+	Submit(ctx context.Context, j slurm.BatchJob) (int64, error)
+	Drain(ctx context.Context, name, reason string) error
+	ResumeIfOwned(ctx context.Context, name string) (bool, error)
+	SetNodeComment(ctx context.Context, name, comment string) error
+}
+
+// jobPriority is the fixed priority of check jobs: above any a user's job gets, so a check job
+// waiting for a node (one returning from the check's own drain) starts before the user's.
+const jobPriority = 4_000_000_000
+
+// Result is one run of a check on one worker.
+type Result struct {
+	Check  string
+	Node   string
+	Passed bool
+	Output string
+	At     time.Time
+}
+
+// State is what the checks of one cluster remember between looks: when each check last ran
+// on each worker and what it found, the check jobs queued, and the pair rounds in flight. It
+// lives in the operator's memory; after a restart a check is due again on each worker at the
+// interval after the check's last run recorded in the status (Seed).
+type State struct {
+	mu       sync.Mutex
+	last     map[string]map[string]Result // check -> node -> last result
+	seeded   map[string]time.Time         // check -> the status's last run, for workers not yet run
+	inflight map[int64]queued             // the check jobs queued and not yet read
+	away     map[string]bool              // nodes out of service, not by a check, at the last look
+	rounds   map[string]*round            // pair checks: the round in flight
+}
+
+// NewState returns an empty State.
+func NewState() *State {
+	return &State{last: map[string]map[string]Result{}, seeded: map[string]time.Time{}, inflight: map[int64]queued{},
+		away: map[string]bool{}, rounds: map[string]*round{}}
+}
+
+// Seed sets, for a check, when it last ran (from the status written before a restart): workers
+// without a run of their own are due an interval after it, not at once.
+func (s *State) Seed(check string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.seeded[check]; !ok {
+		s.seeded[check] = at
+	}
+}
+
+// lastRun is when the check last ran on the node (zero: never, so it is due).
+func (s *State) lastRun(check, node string) time.Time {
+	if r, ok := s.last[check][node]; ok {
+		return r.At
+	}
+	return s.seeded[check]
+}
+
+func (s *State) record(r Result) {
+	if s.last[r.Check] == nil {
+		s.last[r.Check] = map[string]Result{}
+	}
+	s.last[r.Check][r.Node] = r
+}
+
+// forget marks the check as due on the node now (it came back from a drain).
+func (s *State) forget(check, node string) {
+	if r, ok := s.last[check][node]; ok {
+		r.At = time.Time{}
+		s.last[check][node] = r
+		return
+	}
+	if s.last[check] == nil {
+		s.last[check] = map[string]Result{}
+	}
+	s.last[check][node] = Result{Check: check, Node: node, Passed: true}
+}
+
+// queued is a check job the operator submitted: its check and nodes.
+type queued struct {
+	check string
+	nodes []string
+}
+
+// ended reports whether a job is over.
+func ended(j slurm.Job) bool {
+	for _, f := range []string{"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"} {
+		if j.Has(f) {
+			return false
+		}
+	}
+	return len(j.State) > 0
+}
+
+// neverRan reports whether an ended job never started: cancelled while pending, or past its
+// deadline. It says nothing of the node.
+func neverRan(j slurm.Job) bool {
+	return j.Has("DEADLINE") || (j.Has("CANCELLED") && j.Nodes == "")
+}
+
+// outcome is what a check job's end says: passed, and the output.
+func outcome(j slurm.Job) (bool, string) {
+	out := strings.TrimSpace(j.Comment)
+	if j.Has("COMPLETED") && j.Exit.ReturnCode.Number == 0 {
+		return true, out
+	}
+	what := fmt.Sprintf("%s, exit %d", strings.Join(j.State, ","), j.Exit.ReturnCode.Number)
+	if j.Has("TIMEOUT") {
+		what = "did not end within its timeout"
+	}
+	if out == "" {
+		return false, what
+	}
+	if !j.Has("FAILED") {
+		out = what + ": " + out
+	}
+	return false, clip(out)
+}
+
+func clip(s string) string {
+	if len(s) <= OutputMax {
+		return s
+	}
+	return s[len(s)-OutputMax:]
+}
+
+// available reports whether a check job may start on the node now: idle and in service, or
+// drained by this check (a run that passes resumes it).
+func available(n slurm.Node, c Check) bool {
+	if n.Busy() || n.Down() || n.Has("FAIL") || n.Has("COMPLETING") || n.Has("RESERVED") || n.Has("MAINT") ||
+		n.Has("POWERED_DOWN") || n.Has("POWERING_DOWN") || n.Has("POWERING_UP") || n.Has("FUTURE") || !n.Has("IDLE") {
+		return false
+	}
+	return !n.Has("DRAIN") || c.DrainedBy(n.Reason)
+}
+
+// away reports whether a node is out of service for a cause other than a check.
+func away(n slurm.Node) bool {
+	if n.Down() || n.Has("FAIL") {
+		return true
+	}
+	_, byCheck := CheckOfReason(n.Reason)
+	return n.Has("DRAIN") && !byCheck
+}
+
+// Step looks at the check jobs and the workers once: it takes the results of the jobs that
+// ended (draining, commenting or resuming their nodes), and submits the checks that are due
+// on the workers that are idle. workers are Slurm's nodes that are the cluster's workers. It
+// returns the results taken at this look.
+func (s *State) Step(ctx context.Context, api API, checks []Check, workers []slurm.Node, now time.Time) ([]Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byName := map[string]Check{}
+	for _, c := range checks {
+		byName[c.Name] = c
+	}
+	byNode := map[string]slurm.Node{}
+	for _, n := range workers {
+		byNode[n.Name] = n
+	}
+
+	// Only the check jobs the operator queued are asked for, one by one: never the whole job
+	// list, which on a busy cluster is tens of megabytes at every look.
+	busy := map[string]bool{} // nodes with a check job queued or running
+	var results []Result
+	var errs []error
+	for id, q := range s.inflight {
+		j, found, err := api.Job(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			for _, n := range q.nodes {
+				busy[n] = true // unknown: as if it ran
+			}
+			continue
+		}
+		if found && !ended(j) {
+			for _, n := range q.nodes {
+				busy[n] = true
+			}
+			continue
+		}
+		delete(s.inflight, id)
+		c, ok := byName[q.check]
+		if !found || !ok || neverRan(j) {
+			continue // purged unread, its check removed, or it never started: no word on the nodes
+		}
+		if c.Pairs() {
+			if r := s.rounds[c.Name]; r != nil {
+				r.take(id, j)
+			}
+			continue
+		}
+		passed, out := outcome(j)
+		for _, n := range q.nodes {
+			// The operator's clock, not slurmctld's: the interval is counted on the clock
+			// that decides when a check is due.
+			results = append(results, Result{Check: c.Name, Node: n, Passed: passed, Output: out, At: now})
+		}
+	}
+	for name, r := range s.rounds {
+		c, ok := byName[name]
+		switch {
+		case !ok || !c.Pairs():
+			delete(s.rounds, name)
+		case r.open(s.inflight) && now.Before(r.giveUp):
+		default:
+			delete(s.rounds, name)
+			results = append(results, r.judge(c, now)...)
+		}
+	}
+
+	for _, r := range results {
+		s.record(r)
+		if n, ok := byNode[r.Node]; ok {
+			errs = append(errs, react(ctx, api, byName[r.Check], n, r))
+		}
+	}
+
+	// A check taken out of the spec lifts its drains: nothing would run it again.
+	for _, n := range workers {
+		if name, ok := CheckOfReason(n.Reason); ok && n.Has("DRAIN") {
+			if _, still := byName[name]; !still {
+				if _, err := api.ResumeIfOwned(ctx, n.Name); err != nil {
+					errs = append(errs, fmt.Errorf("resume %s, drained by the removed check %s: %w", n.Name, name, err))
+				}
+			}
+		}
+	}
+
+	// A worker back from a drain or a down state set by something else runs its checks first.
+	for _, n := range workers {
+		out := away(n)
+		if s.away[n.Name] && !out {
+			for _, c := range checks {
+				if c.AfterDrain {
+					s.forget(c.Name, n.Name)
+				}
+			}
+		}
+		s.away[n.Name] = out
+	}
+
+	for _, c := range checks {
+		if !c.Runs() {
+			continue
+		}
+		var err error
+		if c.Pairs() {
+			err = s.startRound(ctx, api, c, workers, busy, now)
+		} else {
+			err = s.submitEach(ctx, api, c, workers, busy, now)
+		}
+		errs = append(errs, err)
+	}
+	return results, errors.Join(errs...)
+}
+
+// due reports whether the check is due on the node.
+func (s *State) due(c Check, node string, now time.Time) bool {
+	last := s.lastRun(c.Name, node)
+	return last.IsZero() || now.Sub(last) >= c.Interval
+}
+
+// submitEach submits the check on each worker where it is due and that is idle.
+func (s *State) submitEach(ctx context.Context, api API, c Check, workers []slurm.Node, busy map[string]bool, now time.Time) error {
+	var errs []error
+	for _, n := range workers {
+		if busy[n.Name] || !available(n, c) || !s.due(c, n.Name, now) {
+			continue
+		}
+		if _, err := s.submit(ctx, api, c, []slurm.Node{n}, now.Add(c.Timeout)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		busy[n.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// submit submits one run of the check on nodes, then returns to service those the check had
+// drained: the run, queued first with the top priority, takes them before any user's job.
+func (s *State) submit(ctx context.Context, api API, c Check, nodes []slurm.Node, startBy time.Time) (int64, error) {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	j := slurm.BatchJob{Name: c.JobName(), Script: c.BatchScript(), Nodes: names, Partitions: commonPartitions(nodes),
+		TimeLimit: c.Timeout, StartBy: startBy, Priority: jobPriority}
+	if c.GPUOnly && c.GPUs > 0 {
+		j.TRESPerNode = fmt.Sprintf("gres/gpu:%d", c.GPUs)
+	}
+	id, err := api.Submit(ctx, j)
+	if err != nil {
+		return 0, fmt.Errorf("submit check %s on %s: %w", c.Name, strings.Join(names, ","), err)
+	}
+	s.inflight[id] = queued{check: c.Name, nodes: names}
+	for _, n := range nodes {
+		if n.Has("DRAIN") && c.DrainedBy(n.Reason) {
+			if _, err := api.ResumeIfOwned(ctx, n.Name); err != nil {
+				return id, fmt.Errorf("resume %s for its check %s: %w", n.Name, c.Name, err)
+			}
+		}
+	}
+	return id, nil
+}
+
+// commonPartitions are the partitions every node is in.
+func commonPartitions(nodes []slurm.Node) []string {
+	count := map[string]int{}
+	for _, n := range nodes {
+		for _, p := range n.Partitions {
+			count[p]++
+		}
+	}
+	var out []string
+	for p, k := range count {
+		if k == len(nodes) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// react does what a result asks of its node.
+func react(ctx context.Context, api API, c Check, n slurm.Node, r Result) error {
+	switch {
+	case !r.Passed && c.OnFailure == slurmv1alpha1.ActiveCheckDrain:
+		// A drain or down state that someone else set stays theirs; a check's own is renewed.
+		if away(n) || n.Reason == c.Reason(r.Output) {
+			return nil
+		}
+		if err := api.Drain(ctx, n.Name, c.Reason(r.Output)); err != nil {
+			return fmt.Errorf("drain %s after its check %s failed: %w", n.Name, c.Name, err)
+		}
+	case !r.Passed && c.OnFailure == slurmv1alpha1.ActiveCheckComment:
+		if n.Comment != c.comment(r.Output) {
+			return api.SetNodeComment(ctx, n.Name, c.comment(r.Output))
+		}
+	case r.Passed && n.Has("DRAIN") && c.DrainedBy(n.Reason):
+		if _, err := api.ResumeIfOwned(ctx, n.Name); err != nil {
+			return fmt.Errorf("resume %s after its check %s passed: %w", n.Name, c.Name, err)
+		}
+	case r.Passed && c.commented(n.Comment):
+		return api.SetNodeComment(ctx, n.Name, "")
+	}
+	return nil
+}
