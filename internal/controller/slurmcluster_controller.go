@@ -85,6 +85,9 @@ type SlurmClusterReconciler struct {
 	// topologyLabels maps a SlurmCluster's namespaced name to the node label keys its
 	// spec.slurmConfig.topology names ([]string), for the node predicate.
 	topologyLabels sync.Map
+	// activeChecks maps a SlurmCluster's namespaced name to its active checks' memory
+	// (*activecheck.State): when each check last ran on each worker, the jobs read.
+	activeChecks sync.Map
 	// apis answers which optional APIs are served (set up by SetupWithManager).
 	apis *optionalAPIWatcher
 	// podsIndexed: the manager's cache indexes pods by cluster (SetupWithManager).
@@ -124,6 +127,7 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if apierrors.IsNotFound(err) {
 			r.statusWritten.Delete(req.NamespacedName)
 			r.topologyLabels.Delete(req.NamespacedName)
+			r.activeChecks.Delete(req.NamespacedName)
 			forgetCluster(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

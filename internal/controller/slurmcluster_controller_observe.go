@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -44,8 +46,14 @@ type observed struct {
 	upgrade        slurmUpgrade
 	upgradeDecided bool
 	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
-	slurmNodes   []slurm.Node
-	slurmReached bool
+	slurmNodes []slurm.Node
+	// checksDecided is true when the active checks' phase ran: activeChecks is then the
+	// status.activeChecks to write, and nextCheck holds when a check runs again on each worker
+	// that check drained.
+	checksDecided bool
+	activeChecks  []slurmv1alpha1.ActiveCheckStatus
+	nextCheck     map[string]time.Time
+	slurmReached  bool
 	// pendingWorkers name the worker pods the size wants that cannot start, and why.
 	pendingWorkers []string
 	// unhealthyNodeWorkers name the worker pods that are not ready on a Kubernetes node that

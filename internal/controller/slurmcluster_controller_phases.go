@@ -123,6 +123,7 @@ func (r *SlurmClusterReconciler) phases() []phase {
 		{name: "find stranded workers", run: r.findStrandedWorkers},
 		{name: "update workers", run: r.rollWorkers},
 		{name: "follow node health", run: r.followNodeHealth},
+		{name: "run active checks", run: r.runActiveChecks},
 		{name: "label busy workers", run: r.labelBusyWorkers},
 	}
 }

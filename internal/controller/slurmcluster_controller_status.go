@@ -198,6 +198,15 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		c := slurm.Count(o.slurmNodes)
 		st.Workers.Idle, st.Workers.Allocated, st.Workers.Drained = c.Idle, c.Allocated, c.Drained
 		st.Workers.OutOfService = outOfService(o.slurmNodes)
+		for i, n := range st.Workers.OutOfService {
+			if at, ok := o.nextCheck[n.Name]; ok {
+				next := metav1.NewTime(at.Truncate(time.Second))
+				st.Workers.OutOfService[i].NextCheck = &next
+			}
+		}
+	}
+	if o.checksDecided {
+		st.ActiveChecks = o.activeChecks
 	}
 	switch n := o.gpu.GPU.Total(); {
 	case o.gpu.Reason == "":

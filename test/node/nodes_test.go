@@ -64,6 +64,7 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 	t.Run("a user added with adduser runs srun -N2 across the worker nodes as themselves and ssh's to worker-1", func(t *testing.T) { e.with(t).checkUserJobs() })
 	t.Run("a two-node srun's time from the login node, across nodes", func(t *testing.T) { e.with(t).logTwoNodeStart("workers on two nodes") })
 	t.Run("a block topology from the worker nodes' rack labels: a block per node, a relabel followed, no pod replaced", func(t *testing.T) { e.with(t).checkTopology() })
+	t.Run("active checks as the operator's jobs: the MPI all-reduce across the worker nodes and the jail's write check pass on both workers", func(t *testing.T) { e.with(t).checkActiveChecks() })
 
 	t.Run("a worker node cut off for less than SlurmdTimeout: its job keeps running and completes, the node never goes down, the pod stays", func(t *testing.T) {
 		e := e.with(t)
