@@ -146,4 +146,7 @@ type ActiveCheckFailure struct {
 	// Output is the end of the check's output (at most 160 characters).
 	// +optional
 	Output string `json:"output,omitempty"`
+	// Since is when this worker's unbroken run of failures of the check began.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }

@@ -189,3 +189,20 @@ func TestBatchScriptGolden(t *testing.T) {
 	c := Check{Name: "jail", Program: slurmv1alpha1.ActiveCheckJailWritable, Interval: time.Hour, MinFreeKB: 1 << 20, DCGMLevel: 1}
 	golden.Check(t, filepath.Join("testdata", "jail-writable.golden"), []byte(c.BatchScript()))
 }
+
+// A worker's failures keep the time of the first of them until a run passes.
+func TestFailingSinceIsTheFirstOfAnUnbrokenRunOfFailures(t *testing.T) {
+	s := NewState()
+	t0 := time.Unix(1000, 0)
+	s.record(Result{Check: "x", Node: "w", At: t0, Output: "bad"})
+	s.forget("x", "w") // back from someone else's drain: due again, the failures go on
+	s.record(Result{Check: "x", Node: "w", At: t0.Add(time.Hour), Output: "still bad"})
+	if got := s.last["x"]["w"].FailingSince; !got.Equal(t0) {
+		t.Errorf("failing since %v, want %v", got, t0)
+	}
+	s.record(Result{Check: "x", Node: "w", At: t0.Add(2 * time.Hour), Passed: true, Output: "fine"})
+	s.record(Result{Check: "x", Node: "w", At: t0.Add(3 * time.Hour), Output: "bad again"})
+	if got := s.last["x"]["w"].FailingSince; !got.Equal(t0.Add(3 * time.Hour)) {
+		t.Errorf("after a pass, failing since %v, want the new failure's time", got)
+	}
+}

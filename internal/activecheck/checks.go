@@ -27,7 +27,7 @@ var (
 const JobNamePrefix = "slurm-operator-check-"
 
 // ReasonPrefix starts the drain reason of a node a check drained: "slurm-operator: check NAME: ".
-const ReasonPrefix = slurmfacts.DrainReasonPrefix + "check "
+const ReasonPrefix = slurmfacts.DrainCheck
 
 // commentPrefix starts the node comment a check with onFailure Comment sets.
 const commentPrefix = "slurm-operator check "

@@ -35,7 +35,7 @@ func (s *State) Status(checks []Check, workers []string) []slurmv1alpha1.ActiveC
 			case r.Passed:
 				st.Passed++
 			case len(st.Failing) < maxFailing:
-				st.Failing = append(st.Failing, slurmv1alpha1.ActiveCheckFailure{Node: w, Output: r.Output})
+				st.Failing = append(st.Failing, slurmv1alpha1.ActiveCheckFailure{Node: w, Output: r.Output, Since: timeOrNil(r.FailingSince)})
 			}
 		}
 		if lastRun.IsZero() {

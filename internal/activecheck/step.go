@@ -34,6 +34,9 @@ type Result struct {
 	Passed bool
 	Output string
 	At     time.Time
+	// FailingSince is, for a failed run, when the worker's unbroken run of failures of this
+	// check began (the At of the first).
+	FailingSince time.Time
 }
 
 // State is what the checks of one cluster remember between looks: when each check last ran
@@ -76,6 +79,12 @@ func (s *State) lastRun(check, node string) time.Time {
 func (s *State) record(r Result) {
 	if s.last[r.Check] == nil {
 		s.last[r.Check] = map[string]Result{}
+	}
+	if !r.Passed {
+		r.FailingSince = r.At
+		if prev, ok := s.last[r.Check][r.Node]; ok && !prev.Passed && !prev.FailingSince.IsZero() {
+			r.FailingSince = prev.FailingSince
+		}
 	}
 	s.last[r.Check][r.Node] = r
 }

@@ -45,7 +45,9 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 			st := cur.Status.ActiveChecks[0]
 			g.Expect(st.Name).To(Equal("marker"))
 			g.Expect(st.Passed).To(Equal(int32(1)))
-			g.Expect(st.Failing).To(Equal([]slurmv1alpha1.ActiveCheckFailure{{Node: "worker-1", Output: "marker says worker-1 is broken"}}))
+			g.Expect(st.Failing).To(HaveLen(1))
+			g.Expect([]string{st.Failing[0].Node, st.Failing[0].Output}).To(Equal([]string{"worker-1", "marker says worker-1 is broken"}))
+			g.Expect(st.Failing[0].Since).NotTo(BeNil())
 			g.Expect(st.LastRunTime).NotTo(BeNil())
 			g.Expect(st.NextRunTime).NotTo(BeNil())
 			g.Expect(st.NextRunTime.Sub(st.LastRunTime.Time)).To(BeNumerically("~", time.Hour, 5*time.Second))

@@ -58,10 +58,14 @@ var (
 		Name: "slurm_operator_jail_populated",
 		Help: "1 when the cluster's jail is populated (or not managed), else 0.",
 	}, []string{"namespace", "slurmcluster"})
+	checkFailingSince = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_active_check_failing_since_timestamp_seconds",
+		Help: "When a worker's unbroken run of failures of an active check began (seconds since the epoch); a series per failing worker and check.",
+	}, []string{"namespace", "slurmcluster", "check", "node"})
 )
 
 var operatorMetrics = []prometheus.Collector{phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
-	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated}
+	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince}
 
 func init() {
 	metrics.Registry.MustRegister(operatorMetrics...)
@@ -140,6 +144,16 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 		populated = 1
 	}
 	jailPopulated.WithLabelValues(ns, name).Set(populated)
+	if o.checksDecided {
+		checkFailingSince.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
+		for _, c := range st.ActiveChecks {
+			for _, f := range c.Failing {
+				if f.Since != nil {
+					checkFailingSince.WithLabelValues(ns, name, c.Name, f.Node).Set(float64(f.Since.Unix()))
+				}
+			}
+		}
+	}
 }
 
 // forgetCluster drops a deleted cluster's series.
@@ -147,4 +161,5 @@ func forgetCluster(ns, name string) {
 	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated} {
 		g.DeleteLabelValues(ns, name)
 	}
+	checkFailingSince.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 }

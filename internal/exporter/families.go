@@ -28,7 +28,7 @@ func counter(name, help string, labels ...string) *family {
 
 // Nodes, from the nodes answer.
 var (
-	nodeState  = gauge("slurm_node_state", "1 for each node, labelled with its state (idle, mixed, allocated, completing, draining, drained, down, fail, future, unknown) and, for draining, drained and failed nodes (and down nodes the operator drained first), who took it out (operator, admin) and, for the operator, why (update, scale-down, pod-stopping, health, kubernetes-node, other).", "node", "state", "reason_owner", "operator_reason")
+	nodeState  = gauge("slurm_node_state", "1 for each node, labelled with its state (idle, mixed, allocated, completing, draining, drained, down, fail, future, unknown) and, for draining, drained and failed nodes (and down nodes the operator drained first), who took it out (operator, admin) and, for the operator, why (update, scale-down, pod-stopping, health, kubernetes-node, check, other).", "node", "state", "reason_owner", "operator_reason")
 	nodeReason = gauge("slurm_node_reason_since_timestamp_seconds", "For each drained, draining, down or failed node with a reason and its time: when the reason was set (seconds since the epoch), labelled with who took it out (operator, admin; \"\" for Slurm's own reason of a down node), why for the operator (as slurm_node_state), the reason's text (its first 200 characters) and the user who set it.", "node", "state", "reason_owner", "operator_reason", "reason", "set_by")
 	nodeCPUs   = gauge("slurm_node_cpus", "CPUs of the node.", "node")
 	nodeCPUsA  = gauge("slurm_node_cpus_allocated", "CPUs of the node allocated to jobs.", "node")

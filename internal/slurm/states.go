@@ -93,6 +93,7 @@ func OperatorReason(n Node, owner string) string {
 		{slurmfacts.DrainPodStopping, "pod-stopping"},
 		{slurmfacts.DrainHealth, "health"},
 		{slurmfacts.DrainKubernetesNode, "kubernetes-node"},
+		{slurmfacts.DrainCheck, "check"},
 	} {
 		if strings.HasPrefix(n.Reason, r.prefix) {
 			return r.name

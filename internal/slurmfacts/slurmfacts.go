@@ -86,6 +86,8 @@ const (
 	// DrainKubernetesNode starts the reason of a worker whose Kubernetes node is cordoned, not
 	// ready, short of GPUs, or has a problem condition; the rest of the reason says which.
 	DrainKubernetesNode = DrainReasonPrefix + "kubernetes node"
+	// DrainCheck starts the reason of a worker an active check drained ("… check NAME: OUTPUT").
+	DrainCheck = DrainReasonPrefix + "check "
 )
 
 // GPUResource is the extended resource the NVIDIA device plugin advertises, and the resource
