@@ -152,13 +152,16 @@ const DefaultStopNoticeSeconds = 60
 // terminal that the node stops, and in how many seconds (sshd's pseudo-terminals are the
 // container's: the jail entrypoint binds its /dev), and waits until the notice is up or no
 // session is left (OpenSSH runs one sshd-session process per connection, terminal or not). A
-// terminal that appears meanwhile (a session still starting) is told when it appears. PROC_DIR and
-// PTS_DIR stand in for /proc and /dev/pts in tests.
+// terminal that appears meanwhile (a session still starting) is told when it appears. grep -q
+// answers yes on a match even when another process's comm could not be read: processes come
+// and go as the list is read (each readiness probe's connection is one), and without -q such a
+// read error would read as "no session left" and end the notice early. PROC_DIR and PTS_DIR
+// stand in for /proc and /dev/pts in tests.
 func StopNoticeScript(notice int32) string {
 	return fmt.Sprintf(`n=%d
 proc=${PROC_DIR:-/proc} pts=${PTS_DIR:-/dev/pts}
 [ "$n" -gt 0 ] || exit 0
-sessions() { grep -lx sshd-session "$proc"/[0-9]*/comm >/dev/null 2>&1; }
+sessions() { grep -qx sshd-session "$proc"/[0-9]*/comm 2>/dev/null; }
 sessions || exit 0
 end=$(($(date +%%s) + n))
 told=" "

@@ -91,6 +91,17 @@ func TestStopNoticeTellsEverySessionAndWaitsForThemWithinTheNotice(t *testing.T)
 		t.Errorf("a terminal that appeared 1.5 s into a 4 s notice got %q", got[3])
 	}
 
+	// A process that ends while the list is read (its comm unreadable: a directory stands in
+	// for it) does not end the notice while a session is open.
+	took, _ = runStopNotice(t, 3, []string{"sshd-session"}, func(proc, _ string) {
+		if err := os.MkdirAll(filepath.Join(proc, "2", "comm"), 0o755); err != nil {
+			t.Error(err)
+		}
+	})
+	if took < 3*time.Second {
+		t.Errorf("with a session and a process gone as the list was read: the notice ended after %v of 3 s", took)
+	}
+
 	// A notice of 0: at once, sessions or not.
 	if took, got := runStopNotice(t, 0, []string{"sshd-session"}, nil); took > 5*time.Second || got[0] != "" {
 		t.Errorf("notice 0: took %v, terminal got %q", took, got[0])
