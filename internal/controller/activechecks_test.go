@@ -56,6 +56,16 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 			g.Expect(o.Name).To(Equal("worker-1"))
 			g.Expect(o.NextCheck).NotTo(BeNil())
 			g.Expect(time.Until(o.NextCheck.Time)).To(BeNumerically("~", time.Hour, 2*time.Minute))
+			// The operator's metrics say the same: since when worker-1 fails, when it is checked next.
+			series := map[string]string{"namespace": ns, "slurmcluster": "chk", "check": "marker", "node": "worker-1"}
+			since, ok := metricValue("slurm_operator_active_check_failing_since_timestamp_seconds", series)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(since).To(Equal(float64(st.Failing[0].Since.Unix())))
+			next, ok := metricValue("slurm_operator_active_check_next_run_timestamp_seconds", series)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(next).To(Equal(float64(o.NextCheck.Unix())))
+			_, ok = metricValue("slurm_operator_active_check_next_run_timestamp_seconds", map[string]string{"namespace": ns, "node": "worker-0"})
+			g.Expect(ok).To(BeFalse(), "a next-check series for worker-0, which passed")
 		}).WithTimeout(timeout).Should(Succeed())
 		out, err := cluster.Exec(context.Background(), "chk-login-0", "squeue", "-t", "all", "-h", "-o", "%j|%u|%N|%T")
 		Expect(err).NotTo(HaveOccurred())
@@ -76,6 +86,12 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 			n, err := client.Node(ctx, "worker-1")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(n.Has("DRAIN")).To(BeFalse(), n.Reason)
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			for _, m := range []string{"slurm_operator_active_check_failing_since_timestamp_seconds", "slurm_operator_active_check_next_run_timestamp_seconds"} {
+				_, ok := metricValue(m, map[string]string{"namespace": ns, "slurmcluster": "chk"})
+				g.Expect(ok).To(BeFalse(), m)
+			}
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 })

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/activecheck"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
@@ -62,10 +63,14 @@ var (
 		Name: "slurm_operator_active_check_failing_since_timestamp_seconds",
 		Help: "When a worker's unbroken run of failures of an active check began (seconds since the epoch); a series per failing worker and check.",
 	}, []string{"namespace", "slurmcluster", "check", "node"})
+	checkNextRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_active_check_next_run_timestamp_seconds",
+		Help: "When the active check that drained a worker runs on it again (seconds since the epoch); a series per worker an active check holds drained.",
+	}, []string{"namespace", "slurmcluster", "check", "node"})
 )
 
 var operatorMetrics = []prometheus.Collector{phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
-	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince}
+	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince, checkNextRun}
 
 func init() {
 	metrics.Registry.MustRegister(operatorMetrics...)
@@ -154,6 +159,14 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 			}
 		}
 	}
+	if o.checksDecided && o.slurmReached {
+		checkNextRun.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
+		for _, n := range st.Workers.OutOfService {
+			if check, ok := activecheck.CheckOfReason(n.Reason); ok && n.NextCheck != nil {
+				checkNextRun.WithLabelValues(ns, name, check, n.Name).Set(float64(n.NextCheck.Unix()))
+			}
+		}
+	}
 }
 
 // forgetCluster drops a deleted cluster's series.
@@ -162,4 +175,5 @@ func forgetCluster(ns, name string) {
 		g.DeleteLabelValues(ns, name)
 	}
 	checkFailingSince.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
+	checkNextRun.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 }
