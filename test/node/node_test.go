@@ -623,6 +623,10 @@ chmod 755 /usr/local/bin/step-look`)
 		}
 	})
 
+	t.Run("an MPI all-reduce check on three workers drains worker-2 alone as the outlier while its pod's interface is throttled, and resumes it once mended", func(t *testing.T) {
+		e.with(t).checkActiveCheckOutlier()
+	})
+
 	t.Run("scale 3 → 2 while a job runs on worker-2: drained, the job completes, then the node leaves sinfo and the StatefulSet shrinks", func(t *testing.T) {
 		e := e.with(t)
 		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-2 -J leaving --wrap 'sleep 20'"))
