@@ -155,8 +155,10 @@ const DefaultStopNoticeSeconds = 60
 // terminal that appears meanwhile (a session still starting) is told when it appears. grep -q
 // answers yes on a match even when another process's comm could not be read: processes come
 // and go as the list is read (each readiness probe's connection is one), and without -q such a
-// read error would read as "no session left" and end the notice early. PROC_DIR and PTS_DIR
-// stand in for /proc and /dev/pts in tests.
+// read error would read as "no session left" and end the notice early. date counts whole
+// seconds, so the loop runs until the second after the notice's last: the notice is never
+// short by the part of a second the hook started into (the grace period leaves 30 s over).
+// PROC_DIR and PTS_DIR stand in for /proc and /dev/pts in tests.
 func StopNoticeScript(notice int32) string {
 	return fmt.Sprintf(`n=%d
 proc=${PROC_DIR:-/proc} pts=${PTS_DIR:-/dev/pts}
@@ -167,7 +169,7 @@ end=$(($(date +%%s) + n))
 told=" "
 while :; do
 	left=$((end - $(date +%%s)))
-	[ "$left" -gt 0 ] && sessions || break
+	[ "$left" -ge 0 ] && sessions || break
 	for t in "$pts"/[0-9]*; do
 		case $told in *" $t "*) continue ;; esac
 		[ -e "$t" ] || continue

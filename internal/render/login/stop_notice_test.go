@@ -13,6 +13,10 @@ import (
 // process names and a fake /dev/pts with two terminals; it returns how long it took and what
 // each terminal received.
 func runStopNotice(t *testing.T, notice int32, comms []string, during func(proc, pts string)) (time.Duration, []string) {
+	return runStopNoticeWith(t, notice, comms, during, nil)
+}
+
+func runStopNoticeWith(t *testing.T, notice int32, comms []string, during func(proc, pts string), env []string) (time.Duration, []string) {
 	t.Helper()
 	proc, pts := t.TempDir(), t.TempDir()
 	for i, c := range comms {
@@ -30,7 +34,7 @@ func runStopNotice(t *testing.T, notice int32, comms []string, during func(proc,
 		}
 	}
 	cmd := exec.Command("/bin/sh", "-c", StopNoticeScript(notice))
-	cmd.Env = append(os.Environ(), "PROC_DIR="+proc, "PTS_DIR="+pts)
+	cmd.Env = append(append(os.Environ(), "PROC_DIR="+proc, "PTS_DIR="+pts), env...)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -105,5 +109,20 @@ func TestStopNoticeTellsEverySessionAndWaitsForThemWithinTheNotice(t *testing.T)
 	// A notice of 0: at once, sessions or not.
 	if took, got := runStopNotice(t, 0, []string{"sshd-session"}, nil); took > 5*time.Second || got[0] != "" {
 		t.Errorf("notice 0: took %v, terminal got %q", took, got[0])
+	}
+}
+
+// The hook starting at the very end of a second (date counts whole seconds) still gives the
+// whole notice: a date on PATH answers one second later after its first answer, as the clock
+// does when the hook starts at x.999.
+func TestStopNoticeIsNeverShortByTheSecondItStartedIn(t *testing.T) {
+	bin, state := t.TempDir(), filepath.Join(t.TempDir(), "called")
+	script := "#!/bin/sh\nnow=$(/bin/date +%s)\nif [ -e " + state + " ]; then echo $((now + 1)); else : >" + state + "; echo $now; fi\n"
+	if err := os.WriteFile(filepath.Join(bin, "date"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	took, _ := runStopNoticeWith(t, 3, []string{"sshd-session"}, nil, []string{"PATH=" + bin + ":" + os.Getenv("PATH")})
+	if took < 3*time.Second || took > 10*time.Second {
+		t.Errorf("a notice of 3 s that started at a second's end: took %v", took)
 	}
 }
