@@ -94,6 +94,7 @@ type fakeAPI struct {
 	submitted [][]string
 	drained   map[string]string
 	resumed   []string
+	listed    int // calls of Jobs
 }
 
 func (f *fakeAPI) Job(_ context.Context, id int64) (slurm.Job, bool, error) {
@@ -103,6 +104,10 @@ func (f *fakeAPI) Job(_ context.Context, id int64) (slurm.Job, bool, error) {
 		}
 	}
 	return slurm.Job{}, false, nil
+}
+func (f *fakeAPI) Jobs(context.Context) ([]slurm.Job, error) {
+	f.listed++
+	return append([]slurm.Job(nil), f.jobs...), nil
 }
 func (f *fakeAPI) Submit(_ context.Context, j slurm.BatchJob) (int64, error) {
 	f.submitted = append(f.submitted, j.Nodes)
@@ -204,5 +209,69 @@ func TestFailingSinceIsTheFirstOfAnUnbrokenRunOfFailures(t *testing.T) {
 	s.record(Result{Check: "x", Node: "w", At: t0.Add(3 * time.Hour), Output: "bad again"})
 	if got := s.last["x"]["w"].FailingSince; !got.Equal(t0.Add(3 * time.Hour)) {
 		t.Errorf("after a pass, failing since %v, want the new failure's time", got)
+	}
+}
+
+// onNodes is a job of the check running on the named nodes, submitted at submit.
+func onNodes(id int64, c Check, submit int64, nodes ...string) slurm.Job {
+	j := slurm.Job{ID: id, Name: c.JobName(), State: []string{"RUNNING"}, RequiredNodes: nodes}
+	j.SubmitTime.Number = submit
+	return j
+}
+
+// A State made after a restart takes in the check jobs the operator queued before it, from the
+// job list, asked once: their nodes are busy (no second run beside them), their results are
+// taken when they end (a worker resumed for its re-check that fails it is drained again), and
+// a pair check's last round is judged as a whole, an earlier round's jobs left out.
+func TestStepTakesInTheCheckJobsQueuedBeforeARestart(t *testing.T) {
+	ctx := context.Background()
+	c := Check{Name: "x", Script: "true", Interval: time.Hour, Timeout: time.Minute, OnFailure: slurmv1alpha1.ActiveCheckDrain}
+	p := Check{Name: "bw", Program: slurmv1alpha1.ActiveCheckMPIAllReduce, Interval: time.Hour, Timeout: time.Minute,
+		OnFailure: slurmv1alpha1.ActiveCheckDrain, FloorPercent: 50}
+	api := &fakeAPI{drained: map[string]string{}, jobs: []slurm.Job{
+		onNodes(5, c, 900, "w1"),         // an earlier run on w1, ended
+		onNodes(6, c, 1000, "w1"),        // the re-check of w1, resumed for it just before the restart
+		onNodes(10, p, 400, "w0", "w1"),  // an earlier round
+		onNodes(11, p, 1000, "w0", "w1"), // the last round: w0-w1, w1-w2, w2-w0
+		onNodes(12, p, 1001, "w1", "w2"),
+		onNodes(13, p, 1001, "w0", "w2"),
+		{ID: 14, Name: "someone's", State: []string{"RUNNING"}, RequiredNodes: []string{"w0"}},
+	}}
+	api.end(5, "COMPLETED", 0, "fine")
+	api.end(10, "COMPLETED", 0, "bandwidth_mbs=10")
+	workers := []slurm.Node{node("w0", "", "ALLOCATED"), node("w1", "", "ALLOCATED"), node("w2", "", "ALLOCATED")}
+	s := NewState()
+	s.Seed("x", time.Now().Add(-2*time.Hour)) // due everywhere, as far as the status says
+	s.Seed("bw", time.Now().Add(-2*time.Hour))
+	workers[0] = node("w0", "", "IDLE") // idle, due, but its round's job is queued
+	if _, err := s.Step(ctx, api, []Check{c, p}, workers, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.submitted) != 0 {
+		t.Errorf("submitted %v, want nothing: w1 has its re-check, and the round holds every worker", api.submitted)
+	}
+	if got := s.inflight[6]; got.check != "x" || fmt.Sprint(got.nodes) != "[w1]" {
+		t.Errorf("job 6 taken in as %+v", got)
+	}
+	if _, ok := s.inflight[5]; ok {
+		t.Error("the earlier run on w1 taken in")
+	}
+	if r := s.rounds["bw"]; r == nil || len(r.pairs) != 3 || fmt.Sprint(r.nodes) != "[w0 w1 w2]" {
+		t.Errorf("the round taken in: %+v", s.rounds["bw"])
+	}
+	// The re-check fails, the round ends with w2 slow: w1 and w2 drained; the list was read once.
+	api.end(6, "FAILED", 1, "still bad")
+	api.end(11, "COMPLETED", 0, "bandwidth_mbs=1000")
+	api.end(12, "COMPLETED", 0, "bandwidth_mbs=100")
+	api.end(13, "COMPLETED", 0, "bandwidth_mbs=90")
+	workers = []slurm.Node{node("w0", "", "ALLOCATED"), node("w1", "", "IDLE"), node("w2", "", "IDLE")}
+	if _, err := s.Step(ctx, api, []Check{c, p}, workers, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if api.drained["w1"] != c.Reason("still bad") || !strings.HasPrefix(api.drained["w2"], p.Reason("best all-reduce 100 MB/s")) || len(api.drained) != 2 {
+		t.Errorf("drained %v", api.drained)
+	}
+	if api.listed != 1 {
+		t.Errorf("the job list was asked for %d times, want once", api.listed)
 	}
 }

@@ -17,6 +17,9 @@ import (
 type API interface {
 	// Job returns a job, and false when slurmctld no longer knows it.
 	Job(ctx context.Context, id int64) (slurm.Job, bool, error)
+	// Jobs lists every job slurmctld holds; asked once per State, to find the check jobs an
+	// operator before a restart queued.
+	Jobs(ctx context.Context) ([]slurm.Job, error)
 	Submit(ctx context.Context, j slurm.BatchJob) (int64, error)
 	Drain(ctx context.Context, name, reason string) error
 	ResumeIfOwned(ctx context.Context, name string) (bool, error)
@@ -50,6 +53,8 @@ type State struct {
 	inflight map[int64]queued             // the check jobs queued and not yet read
 	away     map[string]bool              // nodes out of service, not by a check, at the last look
 	rounds   map[string]*round            // pair checks: the round in flight
+	// recovered is set once the check jobs queued before this State existed were found.
+	recovered bool
 }
 
 // NewState returns an empty State.
@@ -160,9 +165,11 @@ func available(n slurm.Node, c Check) bool {
 	return !n.Has("DRAIN") || c.DrainedBy(n.Reason)
 }
 
-// away reports whether a node is out of service for a cause other than a check.
+// away reports whether a node is out of service for a cause other than a check: down, failed,
+// or drained by someone else. Not a bare NOT_RESPONDING: slurmctld sets it for a missed ping,
+// and a node resumed from a drain shows it for a moment, which is no return from anywhere.
 func away(n slurm.Node) bool {
-	if n.Down() || n.Has("FAIL") {
+	if n.Has("DOWN") || n.Has("FAIL") {
 		return true
 	}
 	_, byCheck := CheckOfReason(n.Reason)
@@ -183,6 +190,16 @@ func (s *State) Step(ctx context.Context, api API, checks []Check, workers []slu
 	byNode := map[string]slurm.Node{}
 	for _, n := range workers {
 		byNode[n.Name] = n
+	}
+
+	// Once, at the first look: the check jobs an operator before a restart queued, so that
+	// their results are taken (a worker resumed for its re-check and failing it is drained
+	// again) and no second run is queued beside them.
+	if !s.recovered && anyRuns(checks) {
+		if err := s.recover(ctx, api, byName, now); err != nil {
+			return nil, fmt.Errorf("find the check jobs queued before: %w", err)
+		}
+		s.recovered = true
 	}
 
 	// Only the check jobs the operator queued are asked for, one by one: never the whole job
@@ -279,6 +296,16 @@ func (s *State) Step(ctx context.Context, api API, checks []Check, workers []slu
 		errs = append(errs, err)
 	}
 	return results, errors.Join(errs...)
+}
+
+// anyRuns reports whether any of the checks runs a job.
+func anyRuns(checks []Check) bool {
+	for _, c := range checks {
+		if c.Runs() {
+			return true
+		}
+	}
+	return false
 }
 
 // due reports whether the check is due on the node.

@@ -283,6 +283,22 @@ type Job struct {
 	// TRESRequested and TRESAllocated are Slurm's TRES strings: cpu=2,mem=3G,node=2,gres/gpu=4.
 	TRESRequested string `json:"tres_req_str"`
 	TRESAllocated string `json:"tres_alloc_str"`
+	// RequiredNodes are the nodes the job asked for by name (sbatch -w).
+	RequiredNodes Hostlist `json:"required_nodes"`
+	// SubmitTime is when the job was submitted, in seconds since the epoch.
+	SubmitTime Number `json:"submit_time"`
+}
+
+// NodeNames are the nodes the job holds, or, before it starts, those it asked for by name.
+func (j Job) NodeNames() []string {
+	if j.Resources != nil && len(j.Resources.Nodes.Allocation) > 0 {
+		out := make([]string, len(j.Resources.Nodes.Allocation))
+		for i, a := range j.Resources.Nodes.Allocation {
+			out[i] = a.Name
+		}
+		return out
+	}
+	return j.RequiredNodes
 }
 
 // Has reports whether the job's state holds the flag (PENDING, RUNNING, COMPLETING, …).

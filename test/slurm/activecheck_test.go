@@ -55,7 +55,19 @@ func (r *checkRun) node(name string) slurm.Node {
 // until looks again every two seconds until cond holds.
 func (r *checkRun) until(what string, cond func() bool) {
 	r.t.Helper()
-	if err := r.c.WaitFor(r.ctx, what, func() (bool, error) {
+	r.untilWithin(what, 0, cond)
+}
+
+// untilWithin is until, failing when cond does not hold within limit (0: the test's deadline).
+func (r *checkRun) untilWithin(what string, limit time.Duration, cond func() bool) {
+	r.t.Helper()
+	ctx := r.ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	if err := r.c.WaitFor(ctx, what, func() (bool, error) {
 		got, err := r.state.Step(r.ctx, r.api, r.checks, r.workers(), time.Now().Add(r.offset))
 		if err != nil {
 			r.t.Logf("step: %v", err)
@@ -144,11 +156,52 @@ func TestActiveChecksDrainTheFailingWorkerAloneAndResumeItWhenItPasses(t *testin
 		}
 	}
 
+	// The operator restarts during worker-1's re-check: one look queues the re-check and
+	// resumes worker-1 for it, then the State is lost. The new one, seeded as the controller
+	// seeds it (from the status's last run: nothing due for an interval), takes the job in from
+	// slurmctld's job list and drains worker-1 again when it fails; a State that did not would
+	// leave the broken worker-1 in service until its next interval, five minutes on (longer
+	// than the two this step may take), and queue a second run there then.
+	onWorker1 := func() (n int) {
+		for _, j := range checkJobs(t, ctx, c) {
+			if j[5] == "worker-1" {
+				n++
+			}
+		}
+		return n
+	}
+	before := onWorker1() + 1
+	run.offset = 6 * time.Minute
+	run.until("worker-1's re-check queued", func() bool { return true })
+	if n := run.node("worker-1"); n.Has("DRAIN") {
+		t.Fatalf("worker-1 was not resumed for its re-check: %v %q", n.State, n.Reason)
+	}
+	if err := c.WaitFor(ctx, "sacct to show worker-1's re-check", func() (bool, error) { return onWorker1() == before, nil }); err != nil {
+		t.Fatal(err)
+	}
+	run.state, run.taken = activecheck.NewState(), nil
+	run.state.Seed("marker", time.Now().Add(run.offset))
+	run.untilWithin("worker-1 drained again by its re-check, read after the restart", 2*time.Minute, func() bool {
+		n := run.node("worker-1")
+		return n.Has("DRAIN") && n.Reason == "slurm-operator: check marker: marker file says worker-1 is broken"
+	})
+	t.Logf("the results taken after the restart: %+v", run.taken)
+	failed := false
+	for _, res := range run.taken {
+		failed = failed || res.Node == "worker-1" && !res.Passed
+	}
+	if !failed {
+		t.Errorf("no failure of worker-1 among the results taken after the restart: %+v", run.taken)
+	}
+	if after := onWorker1(); after != before {
+		t.Errorf("check jobs on worker-1: %d before the restart, %d after: a second run was queued beside the one taken in", before, after)
+	}
+
 	// Mended, and the interval later: the next run passes and returns worker-1.
 	if err := os.Remove(filepath.Join(c.SharedDir(), "broken-worker-1")); err != nil {
 		t.Fatal(err)
 	}
-	run.offset, run.taken = 6*time.Minute, nil
+	run.offset, run.taken = 12*time.Minute, nil
 	run.until("the check passed on worker-1", func() bool {
 		for _, res := range run.taken {
 			if res.Node == "worker-1" && res.Passed && res.Output == "fine" {
