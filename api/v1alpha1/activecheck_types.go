@@ -44,11 +44,27 @@ const (
 	ActiveCheckNone ActiveCheckReaction = "None"
 )
 
+// ActiveCheckRunner is where an active check's program runs.
+// +kubebuilder:validation:Enum=SlurmJob;KubernetesJob
+type ActiveCheckRunner string
+
+const (
+	// ActiveCheckSlurmJob runs the check as the job's batch script, in the jail.
+	ActiveCheckSlurmJob ActiveCheckRunner = "SlurmJob"
+	// ActiveCheckKubernetesJob runs the check in a Kubernetes Job's pod on the worker's
+	// Kubernetes node, from its own image, outside the jail, while a Slurm job of the operator
+	// holds the worker.
+	ActiveCheckKubernetesJob ActiveCheckRunner = "KubernetesJob"
+)
+
 // ActiveCheck is a check the operator runs as a Slurm batch job of its own on each worker
 // that is idle (docs/health.md#active-checks): the job has the node to itself, so it never
-// runs beside a user's job, and a queued job of a user waits for it at most its timeout.
+// runs beside a user's job, and a queued job of a user waits for it at most its timeout. With
+// runAs KubernetesJob, that job only holds the worker while a Kubernetes Job runs the check.
 // +kubebuilder:validation:XValidation:rule="has(self.program) != has(self.script)",message="set exactly one of program (one of the operator's checks) and script (your own)"
 // +kubebuilder:validation:XValidation:rule="!has(self.script) || !self.script.startsWith('#!') || self.script.startsWith('#!/bin/bash') || self.script.startsWith('#!/bin/sh')",message="script runs under bash: leave out the #! line"
+// +kubebuilder:validation:XValidation:rule="!has(self.image) || (has(self.runAs) && self.runAs == 'KubernetesJob')",message="image is the pod's image of a check with runAs KubernetesJob",fieldPath=".image"
+// +kubebuilder:validation:XValidation:rule="!has(self.runAs) || self.runAs != 'KubernetesJob' || !has(self.program) || self.program == 'GPUErrors' || self.program == 'DCGMDiag'",message="runAs KubernetesJob runs a script, GPUErrors or DCGMDiag: JailWritable needs the jail, and the all-reduce checks run across workers under Slurm",fieldPath=".runAs"
 type ActiveCheck struct {
 	// Name names the check in drain reasons, comments, the status and job names
 	// (slurm-operator-check-NAME).
@@ -68,6 +84,22 @@ type ActiveCheck struct {
 	// +kubebuilder:validation:MaxLength=16384
 	// +optional
 	Script string `json:"script,omitempty"`
+
+	// RunAs is where the check runs: SlurmJob (the default), the job's batch script in the
+	// jail as the operator's user; or KubernetesJob, a Kubernetes Job's pod pinned to the
+	// worker pod's Kubernetes node, from image, outside the jail and outside Slurm, while a
+	// Slurm job of the operator holds the worker (so no user's job runs beside it). A
+	// KubernetesJob check sees SLURMD_NODENAME like a Slurm job; its pod asks for no GPU (the
+	// worker pod holds them) and runs without privileges.
+	// +kubebuilder:default=SlurmJob
+	// +optional
+	RunAs ActiveCheckRunner `json:"runAs,omitempty"`
+
+	// Image is the image of a KubernetesJob check's pod (it needs bash); the worker image when
+	// unset.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
 
 	// IntervalMinutes is how long after a worker's last run of this check it runs again.
 	// +kubebuilder:validation:Minimum=1

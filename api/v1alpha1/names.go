@@ -19,6 +19,8 @@ const (
 	ComponentAccounting Component = "accounting"
 	ComponentExporter   Component = "exporter"
 	ComponentJail       Component = "populate-jail"
+	// ComponentActiveCheck labels the Kubernetes Jobs of active checks that run as such.
+	ComponentActiveCheck Component = "active-check"
 	// ComponentNodeNames gives the Slurm node names DNS names (NodeNamesServiceName).
 	ComponentNodeNames Component = "nodes"
 )
@@ -127,4 +129,10 @@ func ShortHash(parts ...[]byte) string {
 		h.Write(p)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ActiveCheckJobName is the Kubernetes Job that runs an active check while the Slurm job holder
+// holds its worker (the holder's ID is unique in the cluster and short enough for a label).
+func (c *SlurmCluster) ActiveCheckJobName(holder int64) string {
+	return c.Name + "-check-" + strconv.FormatInt(holder, 10)
 }

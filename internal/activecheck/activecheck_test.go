@@ -95,6 +95,9 @@ type fakeAPI struct {
 	drained   map[string]string
 	resumed   []string
 	listed    int // calls of Jobs
+	cancelled []int64
+	// pods are the KubernetesJob checks' Jobs by holder, and how they ended.
+	pods map[int64]*PodOutcome
 }
 
 func (f *fakeAPI) Job(_ context.Context, id int64) (slurm.Job, bool, error) {
@@ -134,6 +137,23 @@ func (f *fakeAPI) ResumeIfOwned(_ context.Context, name string) (bool, error) {
 	return true, nil
 }
 func (f *fakeAPI) SetNodeComment(context.Context, string, string) error { return nil }
+func (f *fakeAPI) CancelJob(_ context.Context, id int64) error {
+	f.cancelled = append(f.cancelled, id)
+	return nil
+}
+func (f *fakeAPI) PodCheck(_ context.Context, _ Check, _ string, holder int64, start bool) (PodOutcome, error) {
+	if f.pods == nil {
+		f.pods = map[int64]*PodOutcome{}
+	}
+	p, ok := f.pods[holder]
+	if !ok {
+		if start {
+			f.pods[holder] = &PodOutcome{}
+		}
+		return PodOutcome{}, nil
+	}
+	return *p, nil
+}
 
 func node(name, reason string, state ...string) slurm.Node {
 	return slurm.Node{Name: name, State: state, Reason: reason, Partitions: []string{"main"}}
@@ -185,6 +205,62 @@ func TestStepSubmitsOnIdleWorkersOnlyAndRechecksItsOwnDrains(t *testing.T) {
 	}
 	if fmt.Sprint(api.drained) != "map[w3:slurm-operator: check x: still bad]" {
 		t.Errorf("drained %v", api.drained)
+	}
+}
+
+// A check run as a Kubernetes Job: its holder job is queued as any check job; once the holder
+// runs, the pod is started; its failure drains the worker with the pod's output and ends the
+// holder; a holder that runs out its time with no word from the pod fails the worker.
+func TestAKubernetesJobCheckRunsItsPodWhileItsHolderHoldsTheWorker(t *testing.T) {
+	c := Check{Name: "k", Script: "true", Interval: time.Hour, Timeout: time.Minute, OnFailure: slurmv1alpha1.ActiveCheckDrain, InPod: true, Image: "dcgm"}
+	if !strings.Contains(c.BatchScript(), "exec sleep 120") || strings.Contains(c.BatchScript(), "check()") {
+		t.Errorf("the holder's script:\n%s", c.BatchScript())
+	}
+	if !strings.Contains(c.PodScript(), ">/dev/termination-log") {
+		t.Errorf("the pod's script:\n%s", c.PodScript())
+	}
+	api := &fakeAPI{drained: map[string]string{}}
+	s := NewState()
+	workers := []slurm.Node{node("w0", "", "IDLE"), node("w1", "", "IDLE")}
+	step := func() []Result {
+		t.Helper()
+		got, err := s.Step(context.Background(), api, []Check{c}, workers, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	step()
+	if fmt.Sprint(api.submitted) != "[[w0] [w1]]" || len(api.pods) != 0 {
+		t.Fatalf("submitted %v, pods %v: want two holders and no pod before they run", api.submitted, api.pods)
+	}
+	for i := range api.jobs {
+		api.jobs[i].State = []string{"RUNNING"}
+	}
+	step()
+	if len(api.pods) != 2 {
+		t.Fatalf("pods %v: want one per running holder", api.pods)
+	}
+	*api.pods[101] = PodOutcome{Ended: true, Passed: true, Output: "fine"}
+	*api.pods[102] = PodOutcome{Ended: true, Output: "xid 79 on GPU 3"}
+	results := step()
+	if len(results) != 2 || fmt.Sprint(api.cancelled) != "[101 102]" && fmt.Sprint(api.cancelled) != "[102 101]" {
+		t.Errorf("results %+v, cancelled %v: want both taken and both holders ended", results, api.cancelled)
+	}
+	if fmt.Sprint(api.drained) != "map[w1:slurm-operator: check k: xid 79 on GPU 3]" {
+		t.Errorf("drained %v", api.drained)
+	}
+
+	// A holder that ran out its time, the pod silent: a failure.
+	s, api = NewState(), &fakeAPI{drained: map[string]string{}}
+	workers = workers[:1]
+	step()
+	api.jobs[0].State = []string{"RUNNING"}
+	step()
+	api.end(101, "TIMEOUT", 0, "")
+	api.jobs[0].Nodes = "w0"
+	if results := step(); len(results) != 1 || results[0].Passed || results[0].Output != "did not end within its timeout" {
+		t.Errorf("a silent pod whose holder timed out: %+v", results)
 	}
 }
 

@@ -13,8 +13,39 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
 
-// API is what the checks need of slurmrestd.
+// API is what the checks need: slurmrestd, and the Kubernetes Jobs of KubernetesJob checks.
 type API interface {
+	SlurmAPI
+	Pods
+}
+
+// Pods runs the checks that run as Kubernetes Jobs.
+type Pods interface {
+	// PodCheck reports how the Kubernetes Job that runs check c on node, while the Slurm job
+	// holder holds the node, ended (Ended false: not yet, or no such Job). With start, it
+	// creates that Job when there is none.
+	PodCheck(ctx context.Context, c Check, node string, holder int64, start bool) (PodOutcome, error)
+}
+
+// PodOutcome is how a check's Kubernetes Job ended.
+type PodOutcome struct {
+	Ended, Passed bool
+	// Output is the end of the check's output (its container's termination message), or why
+	// the Job failed when the check said nothing.
+	Output string
+}
+
+// SlurmOnly is API for callers without Kubernetes: a KubernetesJob check fails to start.
+func SlurmOnly(api SlurmAPI) API { return slurmOnly{api} }
+
+type slurmOnly struct{ SlurmAPI }
+
+func (slurmOnly) PodCheck(context.Context, Check, string, int64, bool) (PodOutcome, error) {
+	return PodOutcome{}, errors.New("a KubernetesJob check needs a Kubernetes client")
+}
+
+// SlurmAPI is what the checks need of slurmrestd.
+type SlurmAPI interface {
 	// Job returns a job, and false when slurmctld no longer knows it.
 	Job(ctx context.Context, id int64) (slurm.Job, bool, error)
 	// Jobs lists every job slurmctld holds; asked once per State, to find the check jobs an
@@ -24,6 +55,8 @@ type API interface {
 	Drain(ctx context.Context, name, reason string) error
 	ResumeIfOwned(ctx context.Context, name string) (bool, error)
 	SetNodeComment(ctx context.Context, name, comment string) error
+	// CancelJob cancels a job (a KubernetesJob check's holder, once its pod has ended).
+	CancelJob(ctx context.Context, id int64) error
 }
 
 // jobPriority is the fixed priority of check jobs: above any a user's job gets, so a check job
@@ -216,16 +249,39 @@ func (s *State) Step(ctx context.Context, api API, checks []Check, workers []slu
 			}
 			continue
 		}
+		c, ok := byName[q.check]
 		if found && !ended(j) {
 			for _, n := range q.nodes {
 				busy[n] = true
 			}
+			if !ok || !c.Kubernetes() || !j.Has("RUNNING") {
+				continue
+			}
+			// The holder runs: the check's pod is started, or has ended, and then the holder
+			// is let go.
+			out, err := api.PodCheck(ctx, c, q.nodes[0], id, true)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("check %s on %s: %w", c.Name, q.nodes[0], err))
+			}
+			if !out.Ended {
+				continue
+			}
+			delete(s.inflight, id)
+			results = append(results, Result{Check: c.Name, Node: q.nodes[0], Passed: out.Passed, Output: clip(out.Output), At: now})
+			if err := api.CancelJob(ctx, id); err != nil {
+				errs = append(errs, fmt.Errorf("end the job %d that held %s for its check %s: %w", id, q.nodes[0], c.Name, err))
+			}
 			continue
 		}
 		delete(s.inflight, id)
-		c, ok := byName[q.check]
 		if !found || !ok || neverRan(j) {
 			continue // purged unread, its check removed, or it never started: no word on the nodes
+		}
+		if c.Kubernetes() {
+			if r, ok := s.podEnded(ctx, api, c, q.nodes[0], id, j, now); ok {
+				results = append(results, r)
+			}
+			continue
 		}
 		if c.Pairs() {
 			if r := s.rounds[c.Name]; r != nil {
@@ -339,6 +395,9 @@ func (s *State) submit(ctx context.Context, api API, c Check, nodes []slurm.Node
 	}
 	j := slurm.BatchJob{Name: c.JobName(), Script: c.BatchScript(), Nodes: names, Partitions: commonPartitions(nodes),
 		TimeLimit: c.Timeout, StartBy: startBy, Priority: jobPriority}
+	if c.Kubernetes() {
+		j.TimeLimit = c.Timeout + holdMargin
+	}
 	if c.GPUOnly && c.GPUs > 0 {
 		j.TRESPerNode = fmt.Sprintf("gres/gpu:%d", c.GPUs)
 	}

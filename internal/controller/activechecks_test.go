@@ -2,14 +2,20 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/checkjob"
 )
 
 var _ = Describe("active checks against a real Slurm cluster", func() {
@@ -23,7 +29,7 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 		cluster, client, _ := startSlurmFromAPI(ctx, ns, sc, 2)
 		Expect(os.WriteFile(filepath.Join(cluster.SharedDir(), "broken-worker-1"), nil, 0o644)).To(Succeed())
 		for i := 0; i < 2; i++ {
-			workerPod(ctx, ns, "chk", i, "rev", true)
+			workerPodOn(ctx, ns, "chk", i, "rev", true, k8sNode(ctx, fmt.Sprintf("%s-node-%d", ns, i), corev1.ConditionTrue))
 		}
 
 		By("worker-1 is drained with the check's output; worker-0 passes and stays in service")
@@ -93,5 +99,94 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 				g.Expect(ok).To(BeFalse(), m)
 			}
 		}).WithTimeout(timeout).Should(Succeed())
+
+		By("a check run as a Kubernetes Job: a Slurm job holds each worker while the check's pod runs on the worker's Kubernetes node")
+		Eventually(func() error {
+			if err := k8sClient.Get(ctx, key(ns, "chk"), cur); err != nil {
+				return err
+			}
+			cur.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "pod", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob,
+				Image: "checker:1", Script: "nvidia-smi -q -d ECC"}}
+			return k8sClient.Update(ctx, cur)
+		}).WithTimeout(timeout).Should(Succeed())
+		jobs := map[string]*batchv1.Job{}
+		Eventually(func(g Gomega) {
+			list := &batchv1.JobList{}
+			g.Expect(k8sClient.List(ctx, list, crclient.InNamespace(ns), crclient.MatchingLabels{checkjob.LabelCheck: "pod"})).To(Succeed())
+			for i := range list.Items {
+				jobs[list.Items[i].Labels[checkjob.LabelNode]] = &list.Items[i]
+			}
+			g.Expect(jobs).To(HaveLen(2))
+		}).WithTimeout(timeout).Should(Succeed())
+		out, err = cluster.Exec(context.Background(), "chk-login-0", "squeue", "-h", "-o", "%i|%j|%N|%T")
+		Expect(err).NotTo(HaveOccurred())
+		for i, w := range []string{"worker-0", "worker-1"} {
+			j := jobs[w]
+			Expect(out).To(ContainSubstring(j.Labels[checkjob.LabelHolder]+"|slurm-operator-check-pod|"+w+"|RUNNING"), "the Slurm job that holds %s", w)
+			pod := j.Spec.Template.Spec
+			Expect(pod.NodeName).To(Equal(fmt.Sprintf("%s-node-%d", ns, i)))
+			Expect(pod.Containers[0].Image).To(Equal("checker:1"))
+			Expect(pod.Containers[0].Command[2]).To(ContainSubstring("nvidia-smi -q -d ECC"))
+			Expect(pod.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "SLURMD_NODENAME", Value: w}))
+			Expect(*j.Spec.ActiveDeadlineSeconds).To(Equal(int64(300)))
+			Expect(j.OwnerReferences).To(HaveLen(1))
+			Expect(*j.OwnerReferences[0].Controller).To(BeFalse(), "a controller owner would have the render prune it")
+		}
+
+		By("the kubelet's part: worker-0's pod passes, worker-1's fails; worker-1 is drained with the pod's output and both holders end")
+		endCheckJob(ctx, jobs["worker-0"], 0, "ECC counts zero")
+		endCheckJob(ctx, jobs["worker-1"], 2, "xid 79 on GPU 3")
+		Eventually(func(g Gomega) {
+			n, err := client.Node(ctx, "worker-1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n.Has("DRAIN")).To(BeTrue())
+			g.Expect(n.Reason).To(Equal("slurm-operator: check pod: xid 79 on GPU 3"))
+		}).WithTimeout(timeout).Should(Succeed())
+		n0, err = client.Node(ctx, "worker-0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n0.Has("DRAIN")).To(BeFalse(), n0.Reason)
+		Eventually(func(g Gomega) {
+			out, err := cluster.Exec(context.Background(), "chk-login-0", "squeue", "-h", "-t", "all", "-o", "%i|%T")
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, w := range []string{"worker-0", "worker-1"} {
+				g.Expect(out).To(ContainSubstring(jobs[w].Labels[checkjob.LabelHolder]+"|CANCELLED"), "the holder of %s", w)
+			}
+		}).WithTimeout(timeout).Should(Succeed())
 	})
 })
+
+// endCheckJob plays the kubelet and the Job controller for a check's Job: its pod ended with
+// this exit code and termination message, and the Job's conditions say so.
+func endCheckJob(ctx SpecContext, job *batchv1.Job, exit int32, message string) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: job.Namespace, Labels: job.Spec.Template.Labels},
+		Spec:       job.Spec.Template.Spec,
+	}
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	phase := corev1.PodSucceeded
+	if exit != 0 {
+		phase = corev1.PodFailed
+	}
+	pod.Status.Phase = phase
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "check", Image: "checker:1", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: message, Reason: "Completed"}}}}
+	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+
+	start, end := metav1.NewTime(time.Now().Add(-10*time.Second)), metav1.Now()
+	Expect(k8sClient.Get(ctx, key(job.Namespace, job.Name), job)).To(Succeed())
+	job.Status.StartTime = &start
+	if exit == 0 {
+		job.Status.Succeeded, job.Status.CompletionTime = 1, &end
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: end},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: end},
+		}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, LastTransitionTime: end},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded, Message: "Job has reached the specified backoff limit", LastTransitionTime: end},
+		}
+	}
+	Expect(k8sClient.Status().Update(ctx, job)).To(Succeed())
+}

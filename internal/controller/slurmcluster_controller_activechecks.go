@@ -16,7 +16,8 @@ import (
 // checkAPI is what the active checks ask of Slurm: jobs through the cluster's client, drains and
 // resumes through the reconcile's one client, so that the phases after it ask for the nodes again.
 type checkAPI struct {
-	activecheck.API
+	activecheck.SlurmAPI
+	checkPods
 	once *slurmOnce
 }
 
@@ -52,7 +53,7 @@ func (r *SlurmClusterReconciler) runActiveChecks(ctx context.Context, s *reconci
 	sc := s.desired
 	key := types.NamespacedName{Namespace: sc.Namespace, Name: sc.Name}
 	once := r.slurmFor(s).(*slurmOnce)
-	jobs, ok := once.api.(activecheck.API)
+	jobs, ok := once.api.(activecheck.SlurmAPI)
 	if !ok {
 		return nil // a stand-in for slurmctld that runs no jobs
 	}
@@ -76,7 +77,7 @@ func (r *SlurmClusterReconciler) runActiveChecks(ctx context.Context, s *reconci
 	}
 	st := r.checkState(key, sc)
 	if err == nil {
-		results, err := st.Step(ctx, checkAPI{API: jobs, once: once}, checks, workers, time.Now())
+		results, err := st.Step(ctx, checkAPI{SlurmAPI: jobs, checkPods: checkPods{r: r, sc: sc}, once: once}, checks, workers, time.Now())
 		if err != nil {
 			log.FromContext(ctx).Error(err, "active checks")
 		}

@@ -112,3 +112,13 @@ func (c *Client) Job(ctx context.Context, id int64) (Job, bool, error) {
 	}
 	return Job{}, false, nil
 }
+
+// CancelJob cancels a job (scancel); a job slurmctld no longer knows is no error.
+func (c *Client) CancelJob(ctx context.Context, id int64) error {
+	err := c.do(ctx, http.MethodDelete, "/slurm/"+APIVersion+"/job/"+strconv.FormatInt(id, 10), nil, nil)
+	var e *Error
+	if errors.As(err, &e) && (e.Status == http.StatusNotFound || strings.Contains(strings.ToLower(e.Error()), "invalid job id")) {
+		return nil
+	}
+	return err
+}

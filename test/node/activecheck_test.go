@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,5 +125,52 @@ func (e *env) checkActiveCheckOutlier() {
 	e.waitFor(time.Minute, "the status without active checks", func() (bool, string) {
 		out := e.kubectlOK("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.status.activeChecks}")
 		return strings.TrimSpace(out) == "", out
+	})
+}
+
+// checkActiveCheckInPods turns on a check that runs as a Kubernetes Job, from the worker image,
+// failing on worker-1 alone: each run's pod runs on the Kubernetes node of the worker it
+// checks while a Slurm job of the operator holds that worker; worker-1 is drained with the
+// pod's output, worker-0 is not. Taken out of the spec, the check's drain is lifted.
+func (e *env) checkActiveCheckInPods() {
+	t := e.t
+	t.Helper()
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p",
+		`{"spec":{"activeChecks":[{"name":"pod","runAs":"KubernetesJob","timeoutSeconds":120,`+
+			`"script":"if [ \"$SLURMD_NODENAME\" = worker-1 ]; then echo \"$SLURMD_NODENAME fails on purpose in $(hostname)\"; exit 4; fi\necho fine"}]}}`)
+	defer func() {
+		_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/activeChecks"}]`)
+	}()
+	start := time.Now()
+	e.waitFor(3*time.Minute, "worker-1 drained by the pod check", func() (bool, string) {
+		state, reason := e.slurmState("worker-1")
+		return strings.Contains(state, "DRAIN") && strings.HasPrefix(reason, "slurm-operator: check pod: worker-1 fails on purpose in "), state + " " + reason
+	})
+	_, reason := e.slurmState("worker-1")
+	t.Logf("worker-1 drained %.0fs after the check was added: %s", time.Since(start).Seconds(), reason)
+	if state, reason := e.slurmState("worker-0"); strings.Contains(state, "DRAIN") {
+		t.Errorf("worker-0 drained too: %s %q", state, reason)
+	}
+	// Each run's pod ran to its end on its worker's Kubernetes node.
+	pods := e.kubectlOK("get", "pods", "-n", ns, "-l", "slurm.hpc.dev/active-check=pod", "-o",
+		`jsonpath={range .items[*]}{.metadata.labels.slurm\.hpc\.dev/slurm-node} {.spec.nodeName} {.status.phase}{"\n"}{end}`)
+	t.Logf("the check's pods (Slurm node, Kubernetes node, phase):\n%s", pods)
+	for i, w := range []string{"worker-0", "worker-1"} {
+		node := e.kubectlOK("get", "pod", "-n", ns, cluster+"-worker-"+strconv.Itoa(i), "-o", "jsonpath={.spec.nodeName}")
+		phase := map[string]string{"worker-0": "Succeeded", "worker-1": "Failed"}[w]
+		if !strings.Contains(pods, w+" "+strings.TrimSpace(node)+" "+phase) {
+			t.Errorf("no %s check pod of %s on its node %s", phase, w, node)
+		}
+	}
+	holders := e.onLogin("squeue -t all -h -o '%j|%N|%T' | grep '^slurm-operator-check-pod|' | sort -u")
+	for _, want := range []string{"slurm-operator-check-pod|worker-0|CANCELLED", "slurm-operator-check-pod|worker-1|CANCELLED"} {
+		if !strings.Contains(holders, want) {
+			t.Errorf("no holder job %q ended by the operator:\n%s", want, holders)
+		}
+	}
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/activeChecks"}]`)
+	e.waitFor(time.Minute, "worker-1 back in service once the check left the spec", func() (bool, string) {
+		state, reason := e.slurmState("worker-1")
+		return !strings.Contains(state, "DRAIN"), state + " " + reason
 	})
 }

@@ -65,6 +65,9 @@ func TestSlurmClusterOnSeveralNodes(t *testing.T) {
 	t.Run("a two-node srun's time from the login node, across nodes", func(t *testing.T) { e.with(t).logTwoNodeStart("workers on two nodes") })
 	t.Run("a block topology from the worker nodes' rack labels: a block per node, a relabel followed, no pod replaced", func(t *testing.T) { e.with(t).checkTopology() })
 	t.Run("active checks as the operator's jobs: the MPI all-reduce across the worker nodes and the jail's write check pass on both workers", func(t *testing.T) { e.with(t).checkActiveChecks() })
+	t.Run("a check run as a Kubernetes Job: its pods run on the workers' own nodes while Slurm jobs hold the workers, and the failing worker alone is drained with the pod's output", func(t *testing.T) {
+		e.with(t).checkActiveCheckInPods()
+	})
 
 	t.Run("a worker node cut off for less than SlurmdTimeout: its job keeps running and completes, the node never goes down, the pod stays", func(t *testing.T) {
 		e := e.with(t)

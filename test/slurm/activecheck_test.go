@@ -68,7 +68,7 @@ func (r *checkRun) untilWithin(what string, limit time.Duration, cond func() boo
 		defer cancel()
 	}
 	if err := r.c.WaitFor(ctx, what, func() (bool, error) {
-		got, err := r.state.Step(r.ctx, r.api, r.checks, r.workers(), time.Now().Add(r.offset))
+		got, err := r.state.Step(r.ctx, activecheck.SlurmOnly(r.api), r.checks, r.workers(), time.Now().Add(r.offset))
 		if err != nil {
 			r.t.Logf("step: %v", err)
 		}
