@@ -137,7 +137,7 @@ func (e *env) checkActiveCheckInPods() {
 	t.Helper()
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p",
 		`{"spec":{"activeChecks":[{"name":"pod","runAs":"KubernetesJob","timeoutSeconds":120,`+
-			`"script":"if [ \"$SLURMD_NODENAME\" = worker-1 ]; then echo \"$SLURMD_NODENAME fails on purpose in $(hostname)\"; exit 4; fi\necho fine"}]}}`)
+			`"script":"if [ \"$SLURMD_NODENAME\" = worker-1 ]; then echo \"$SLURMD_NODENAME fails on purpose in $HOSTNAME\"; exit 4; fi\necho fine"}]}}`)
 	defer func() {
 		_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/activeChecks"}]`)
 	}()
