@@ -109,7 +109,10 @@ echo "moved: $(SLURM_JAIL_EXEC_MOVE_ROOT=1 $x --jail ` + jail + ` --pivot -- /bi
 echo "entrypoint stays: $($x --jail ` + jail + ` --pivot -- /bin/sh -c 'test "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/$PPID/ns/mnt)" && test -x /proc/$PPID/root/` + bin + ` && echo yes')"
 $x --jail ` + jail + ` --pivot -- /bin/sh -c 'exit 3' || echo "exit: $?"
 `
-	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "/bin/sh", "-c", script).CombinedOutput()
+	// The new PID namespace's own /proc (--mount-proc): the jail binds /proc, and the check of
+	// the entrypoint reads /proc/$PPID, which the machine's /proc would answer for another
+	// process of the same number, or none.
+	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "/bin/sh", "-c", script).CombinedOutput()
 	got := string(out)
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, got)
