@@ -290,7 +290,7 @@ func TestFailingSinceIsTheFirstOfAnUnbrokenRunOfFailures(t *testing.T) {
 
 // onNodes is a job of the check running on the named nodes, submitted at submit.
 func onNodes(id int64, c Check, submit int64, nodes ...string) slurm.Job {
-	j := slurm.Job{ID: id, Name: c.JobName(), State: []string{"RUNNING"}, RequiredNodes: nodes}
+	j := slurm.Job{ID: id, Name: c.JobName(), State: []string{"RUNNING"}, RequiredNodes: nodes, User: "slurm"}
 	j.SubmitTime.Number = submit
 	return j
 }
@@ -312,6 +312,9 @@ func TestStepTakesInTheCheckJobsQueuedBeforeARestart(t *testing.T) {
 		onNodes(12, p, 1001, "w1", "w2"),
 		onNodes(13, p, 1001, "w0", "w2"),
 		{ID: 14, Name: "someone's", State: []string{"RUNNING"}, RequiredNodes: []string{"w0"}},
+		// A user's job named as a check's: never taken in (a KubernetesJob check cancels its
+		// holder once its pod ends).
+		{ID: 15, Name: c.JobName(), State: []string{"RUNNING"}, RequiredNodes: []string{"w2"}, User: "alice", SubmitTime: slurm.Number{Number: 1002}},
 	}}
 	api.end(5, "COMPLETED", 0, "fine")
 	api.end(10, "COMPLETED", 0, "bandwidth_mbs=10")
@@ -331,6 +334,9 @@ func TestStepTakesInTheCheckJobsQueuedBeforeARestart(t *testing.T) {
 	}
 	if _, ok := s.inflight[5]; ok {
 		t.Error("the earlier run on w1 taken in")
+	}
+	if _, ok := s.inflight[15]; ok {
+		t.Error("alice's job, named as a check's, taken in")
 	}
 	if r := s.rounds["bw"]; r == nil || len(r.pairs) != 3 || fmt.Sprint(r.nodes) != "[w0 w1 w2]" {
 		t.Errorf("the round taken in: %+v", s.rounds["bw"])

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // roundSpread is how far apart in submit time the jobs of one pair round can be: a round's
 // jobs are submitted at one look, rounds a look or more apart.
 const roundSpread = 30 * time.Second
 
-// recover finds, in slurmctld's job list, the check jobs of the spec's checks that this State
+// recover finds, in slurmctld's job list, the check jobs of the spec's checks (the slurm user's
+// jobs of their names) that this State
 // does not know (queued by the operator before a restart, and still held by slurmctld:
 // pending, running, or ended less than MinJobAge ago), and takes them in as its own. For a
 // check run on each worker, the last job on each worker; for a pair check, the jobs of its
@@ -31,7 +33,9 @@ func (s *State) recover(ctx context.Context, api API, checks map[string]Check, n
 	for _, j := range jobs {
 		name, ok := strings.CutPrefix(j.Name, JobNamePrefix)
 		c, known := checks[name]
-		if _, mine := s.inflight[j.ID]; !ok || !known || mine || !c.Runs() {
+		// Only the operator's own (slurmrestd submits as the slurm user): a user's job that
+		// bears a check's name is never taken for one, nor cancelled as a holder.
+		if _, mine := s.inflight[j.ID]; !ok || !known || mine || !c.Runs() || j.User != slurmfacts.SlurmUser {
 			continue
 		}
 		nodes := j.NodeNames()
