@@ -23,7 +23,7 @@ func JobState(j slurm.Job) string {
 // "gpu:4(IDX:0-3)"), by type ("" for untyped GPUs). Other gres are left out.
 func GPUsByType(gres string) map[string]int64 {
 	out := map[string]int64{}
-	for _, entry := range splitTop(gres) {
+	for _, entry := range slurm.SplitOutside(gres, '(', ')') {
 		if i := strings.IndexByte(entry, '('); i >= 0 {
 			entry = entry[:i]
 		}
@@ -41,29 +41,6 @@ func GPUsByType(gres string) map[string]int64 {
 			typ, n = count, 1
 		}
 		out[typ] += n
-	}
-	return out
-}
-
-// splitTop splits at the commas that are not inside parentheses: "gpu:2(IDX:0,2),shard:4".
-func splitTop(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i, r := range s {
-		switch r {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
 	}
 	return out
 }

@@ -13,7 +13,8 @@ import (
 // names have; a name it cannot read is returned as it is.
 func ExpandHostlist(expr string) []string {
 	var out []string
-	for _, item := range splitTopLevel(expr) {
+	for _, item := range SplitOutside(expr, '[', ']') {
+		item = strings.TrimSpace(item)
 		open := strings.IndexByte(item, '[')
 		end := strings.LastIndexByte(item, ']')
 		if open < 0 || end < open {
@@ -33,24 +34,25 @@ func ExpandHostlist(expr string) []string {
 	return out
 }
 
-// splitTopLevel splits at the commas outside brackets.
-func splitTopLevel(s string) []string {
+// SplitOutside splits s at the commas outside the pairs of open and close: "a-[1,2],b" with
+// '[' and ']' is "a-[1,2]" and "b"; Slurm's TRES lists nest in parentheses the same way.
+func SplitOutside(s string, open, close rune) []string {
 	var out []string
 	depth, start := 0, 0
 	for i, r := range s {
 		switch r {
-		case '[':
+		case open:
 			depth++
-		case ']':
+		case close:
 			depth--
 		case ',':
 			if depth == 0 {
-				out = append(out, strings.TrimSpace(s[start:i]))
+				out = append(out, s[start:i])
 				start = i + 1
 			}
 		}
 	}
-	return append(out, strings.TrimSpace(s[start:]))
+	return append(out, s[start:])
 }
 
 func expandRanges(prefix, ranges, suffix string) ([]string, bool) {

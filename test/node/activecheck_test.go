@@ -68,18 +68,9 @@ func (e *env) checkActiveCheckOutlier() {
 	// Lifted whatever happens, so that the tests after this one find a fast worker-2.
 	mend := func() (string, error) { return tc("del dev $d root") }
 	defer func() { _, _ = mend() }()
-	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p",
-		`{"spec":{"activeChecks":[{"name":"mpi","program":"MPIAllReduce","timeoutSeconds":120,"intervalMinutes":1}]}}`)
-	defer func() {
-		_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/activeChecks"}]`)
-	}()
-	start := time.Now()
-	e.waitFor(3*time.Minute, "worker-2 drained by the mpi check", func() (bool, string) {
-		state, reason := e.slurmState("worker-2")
-		return strings.Contains(state, "DRAIN") && strings.HasPrefix(reason, "slurm-operator: check mpi: best all-reduce "), state + " " + reason
-	})
-	_, reason := e.slurmState("worker-2")
-	t.Logf("worker-2 drained %.0fs after the check was added: %s", time.Since(start).Seconds(), reason)
+	defer e.removeActiveChecks()
+	reason := e.drainedByAddedCheck(`{"name":"mpi","program":"MPIAllReduce","timeoutSeconds":120,"intervalMinutes":1}`,
+		"worker-2", "slurm-operator: check mpi: best all-reduce ")
 	if !strings.Contains(reason, "below 50% of the median worker's") {
 		t.Errorf("worker-2's reason does not give the floor: %q", reason)
 	}
@@ -135,19 +126,10 @@ func (e *env) checkActiveCheckOutlier() {
 func (e *env) checkActiveCheckInPods() {
 	t := e.t
 	t.Helper()
-	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p",
-		`{"spec":{"activeChecks":[{"name":"pod","runAs":"KubernetesJob","timeoutSeconds":120,`+
-			`"script":"if [ \"$SLURMD_NODENAME\" = worker-1 ]; then echo \"$SLURMD_NODENAME fails on purpose in $HOSTNAME\"; exit 4; fi\necho fine"}]}}`)
-	defer func() {
-		_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/activeChecks"}]`)
-	}()
-	start := time.Now()
-	e.waitFor(3*time.Minute, "worker-1 drained by the pod check", func() (bool, string) {
-		state, reason := e.slurmState("worker-1")
-		return strings.Contains(state, "DRAIN") && strings.HasPrefix(reason, "slurm-operator: check pod: worker-1 fails on purpose in "), state + " " + reason
-	})
-	_, reason := e.slurmState("worker-1")
-	t.Logf("worker-1 drained %.0fs after the check was added: %s", time.Since(start).Seconds(), reason)
+	defer e.removeActiveChecks()
+	e.drainedByAddedCheck(`{"name":"pod","runAs":"KubernetesJob","timeoutSeconds":120,`+
+		`"script":"if [ \"$SLURMD_NODENAME\" = worker-1 ]; then echo \"$SLURMD_NODENAME fails on purpose in $HOSTNAME\"; exit 4; fi\necho fine"}`,
+		"worker-1", "slurm-operator: check pod: worker-1 fails on purpose in ")
 	if state, reason := e.slurmState("worker-0"); strings.Contains(state, "DRAIN") {
 		t.Errorf("worker-0 drained too: %s %q", state, reason)
 	}
@@ -173,4 +155,25 @@ func (e *env) checkActiveCheckInPods() {
 		state, reason := e.slurmState("worker-1")
 		return !strings.Contains(state, "DRAIN"), state + " " + reason
 	})
+}
+
+// drainedByAddedCheck sets spec.activeChecks to the one check (JSON) and waits until node is
+// drained with a reason that starts with prefix; it logs how long that took and returns the
+// reason.
+func (e *env) drainedByAddedCheck(check, node, prefix string) string {
+	e.t.Helper()
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"activeChecks":[`+check+`]}}`)
+	start := time.Now()
+	e.waitFor(3*time.Minute, node+" drained by the check", func() (bool, string) {
+		state, reason := e.slurmState(node)
+		return strings.Contains(state, "DRAIN") && strings.HasPrefix(reason, prefix), state + " " + reason
+	})
+	_, reason := e.slurmState(node)
+	e.t.Logf("%s drained %.0fs after the check was added: %s", node, time.Since(start).Seconds(), reason)
+	return reason
+}
+
+// removeActiveChecks takes every active check out of the spec, whatever the test left.
+func (e *env) removeActiveChecks() {
+	_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/activeChecks"}]`)
 }
