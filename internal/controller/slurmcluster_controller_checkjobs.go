@@ -61,7 +61,7 @@ func (p checkPods) create(ctx context.Context, c activecheck.Check, node string,
 	if ord < 0 {
 		return fmt.Errorf("%s is not a worker of %s", node, p.sc.Name)
 	}
-	podName := p.sc.ComponentName(slurmv1alpha1.ComponentWorker) + "-" + strconv.Itoa(ord)
+	podName := p.sc.PodName(slurmv1alpha1.ComponentWorker, int32(ord))
 	worker := &corev1.Pod{}
 	if err := p.r.APIReader.Get(ctx, types.NamespacedName{Namespace: p.sc.Namespace, Name: podName}, worker); err != nil {
 		return fmt.Errorf("find the pod of %s: %w", node, err)

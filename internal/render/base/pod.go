@@ -36,7 +36,7 @@ const (
 // Scheduling applies the named k8sNodeFilter to a pod spec (an empty name leaves the pod free),
 // and the cluster's image pull secrets, which every pod of the cluster takes.
 func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.PodSpec) {
-	pullSecrets(sc, spec)
+	PullSecrets(sc, spec)
 	f := NodeFilter(sc, filterName)
 	if filterName == "" || f == nil {
 		return
@@ -55,9 +55,9 @@ func Scheduling(sc *slurmv1alpha1.SlurmCluster, filterName string, spec *corev1.
 	}
 }
 
-// pullSecrets lists spec.images.pullSecrets on the pod: every pod of the cluster pulls the
+// PullSecrets lists spec.images.pullSecrets on the pod: every pod of the cluster pulls the
 // cluster's images, so every pod gets them (they ride along with the scheduling every pod takes).
-func pullSecrets(sc *slurmv1alpha1.SlurmCluster, spec *corev1.PodSpec) {
+func PullSecrets(sc *slurmv1alpha1.SlurmCluster, spec *corev1.PodSpec) {
 	for _, s := range sc.Spec.Images.PullSecrets {
 		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
 	}

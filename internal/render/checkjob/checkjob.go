@@ -69,9 +69,7 @@ func Job(sc *slurmv1alpha1.SlurmCluster, p Params) *batchv1.Job {
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		})},
 	}
-	for _, s := range sc.Spec.Images.PullSecrets {
-		pod.ImagePullSecrets = append(pod.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
-	}
+	base.PullSecrets(sc, &pod)
 	base.Harden(&pod)
 	meta := base.ObjectMeta(sc, sc.ActiveCheckJobName(p.Holder), slurmv1alpha1.ComponentActiveCheck)
 	meta.Labels = labels()
