@@ -133,23 +133,23 @@ func (e *env) checkActiveCheckInPods() {
 	if state, reason := e.slurmState("worker-0"); strings.Contains(state, "DRAIN") {
 		t.Errorf("worker-0 drained too: %s %q", state, reason)
 	}
-	// Each run's pod ran to its end on its worker's Kubernetes node.
-	pods := e.kubectlOK("get", "pods", "-n", ns, "-l", "slurm.hpc.dev/active-check=pod", "-o",
-		`jsonpath={range .items[*]}{.metadata.labels.slurm\.hpc\.dev/slurm-node} {.spec.nodeName} {.status.phase}{"\n"}{end}`)
-	t.Logf("the check's pods (Slurm node, Kubernetes node, phase):\n%s", pods)
+	// Each run's pod ran to its end on its worker's Kubernetes node, and the operator then ended
+	// the run's holder (worker-0's result may be taken a look after worker-1's).
+	var want []string
 	for i, w := range []string{"worker-0", "worker-1"} {
-		node := e.kubectlOK("get", "pod", "-n", ns, cluster+"-worker-"+strconv.Itoa(i), "-o", "jsonpath={.spec.nodeName}")
-		phase := map[string]string{"worker-0": "Succeeded", "worker-1": "Failed"}[w]
-		if !strings.Contains(pods, w+" "+strings.TrimSpace(node)+" "+phase) {
-			t.Errorf("no %s check pod of %s on its node %s", phase, w, node)
-		}
+		node := strings.TrimSpace(e.kubectlOK("get", "pod", "-n", ns, cluster+"-worker-"+strconv.Itoa(i), "-o", "jsonpath={.spec.nodeName}"))
+		want = append(want, w+" "+node+" "+map[string]string{"worker-0": "Succeeded", "worker-1": "Failed"}[w])
 	}
-	holders := e.onLogin("squeue -t all -h -o '%j|%N|%T' | grep '^slurm-operator-check-pod|' | sort -u")
-	for _, want := range []string{"slurm-operator-check-pod|worker-0|CANCELLED", "slurm-operator-check-pod|worker-1|CANCELLED"} {
-		if !strings.Contains(holders, want) {
-			t.Errorf("no holder job %q ended by the operator:\n%s", want, holders)
-		}
-	}
+	e.waitFor(time.Minute, "each worker's check pod ended on its worker's node", func() (bool, string) {
+		pods := e.kubectlOK("get", "pods", "-n", ns, "-l", "slurm.hpc.dev/active-check=pod", "-o",
+			`jsonpath={range .items[*]}{.metadata.labels.slurm\.hpc\.dev/slurm-node} {.spec.nodeName} {.status.phase}{"\n"}{end}`)
+		return strings.Contains(pods, want[0]) && strings.Contains(pods, want[1]), pods
+	})
+	e.waitFor(time.Minute, "both holder jobs ended by the operator", func() (bool, string) {
+		holders := e.onLogin("squeue -t all -h -o '%j|%N|%T' | grep '^slurm-operator-check-pod|' | sort -u")
+		return strings.Contains(holders, "slurm-operator-check-pod|worker-0|CANCELLED") &&
+			strings.Contains(holders, "slurm-operator-check-pod|worker-1|CANCELLED"), holders
+	})
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/activeChecks"}]`)
 	e.waitFor(time.Minute, "worker-1 back in service once the check left the spec", func() (bool, string) {
 		state, reason := e.slurmState("worker-1")
