@@ -113,11 +113,13 @@ func TestStopNoticeTellsEverySessionAndWaitsForThemWithinTheNotice(t *testing.T)
 }
 
 // The hook starting at the very end of a second (date counts whole seconds) still gives the
-// whole notice: a date on PATH answers one second later after its first answer, as the clock
-// does when the hook starts at x.999.
+// whole notice. The date on PATH is the real clock moved so that its first answer falls 1 ms
+// before a second ends, as when the hook starts at x.999: every later answer is a second on.
 func TestStopNoticeIsNeverShortByTheSecondItStartedIn(t *testing.T) {
-	bin, state := t.TempDir(), filepath.Join(t.TempDir(), "called")
-	script := "#!/bin/sh\nnow=$(/bin/date +%s)\nif [ -e " + state + " ]; then echo $((now + 1)); else : >" + state + "; echo $now; fi\n"
+	bin, state := t.TempDir(), filepath.Join(t.TempDir(), "shift")
+	script := "#!/bin/sh\nnow=$(/bin/date +%s%N)\n" +
+		"if [ -e " + state + " ]; then d=$(cat " + state + "); else d=$((999000000 - now % 1000000000)); echo $d >" + state + "; fi\n" +
+		"echo $(((now + d) / 1000000000))\n"
 	if err := os.WriteFile(filepath.Join(bin, "date"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
