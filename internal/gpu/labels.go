@@ -31,15 +31,16 @@ var nonToken = regexp.MustCompile(`[^a-z0-9]+`)
 
 // GresType turns a GPU product label into a short Slurm gres type:
 // NVIDIA-H100-80GB-HBM3 → h100, NVIDIA-A100-SXM4-40GB → a100, Tesla-V100-SXM2-16GB → v100,
-// NVIDIA-GeForce-RTX-4090 → rtx4090, NVIDIA-L40S → l40s. A MIG product
-// (NVIDIA-A100-SXM4-40GB-MIG-1g.5gb) keeps its profile: a100-1g.5gb.
+// NVIDIA-GeForce-RTX-4090 → rtx4090, NVIDIA-L40S → l40s. A MIG product (strategy single,
+// NVIDIA-A100-SXM4-40GB-MIG-1g.5gb) is its profile alone, 1g.5gb, as MIG devices are typed in
+// strategy mixed: slurmd's NVML detection names a MIG device after the GPU's model and its
+// profile (nvidia_a100-sxm4-40gb_1g.5gb, nvidia_h200_1g.18gb), and a configured type must be a
+// substring of that name, which a100-1g.5gb is not.
 func GresType(product string) string {
-	p := product
-	profile := ""
-	if i := strings.Index(p, "-MIG-"); i >= 0 {
-		profile = strings.ToLower(p[i+len("-MIG-"):])
-		p = p[:i]
+	if profile := MIGProfile(product); profile != "" {
+		return profile
 	}
+	p := product
 	words := strings.FieldsFunc(p, func(r rune) bool { return r == '-' || r == '_' || r == ' ' })
 	for len(words) > 0 {
 		switch strings.ToLower(words[0]) {
@@ -56,9 +57,14 @@ func GresType(product string) string {
 	if (t == "rtx" || t == "gtx") && len(words) > 1 {
 		t += strings.ToLower(words[1])
 	}
-	t = nonToken.ReplaceAllString(t, "")
-	if profile != "" {
-		t += "-" + profile
+	return nonToken.ReplaceAllString(t, "")
+}
+
+// MIGProfile is the MIG profile of a MIG product label (strategy single:
+// NVIDIA-A100-SXM4-40GB-MIG-1g.5gb → 1g.5gb), empty for a whole GPU.
+func MIGProfile(product string) string {
+	if i := strings.Index(product, "-MIG-"); i >= 0 {
+		return strings.ToLower(product[i+len("-MIG-"):])
 	}
-	return t
+	return ""
 }

@@ -95,7 +95,7 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 	}
 	major := shapes[keys[0]]
 	res := Result{Product: major.product, Source: "NodeLabels", Consistent: true, Reason: slurmv1alpha1.ReasonFromNodeLabels}
-	res.GPU = base.GPU{Count: major.count, Type: GresType(major.product), MIG: major.mig}
+	res.GPU = base.GPU{Count: major.count, Type: GresType(major.product), MIG: major.mig, SingleMIG: MIGProfile(major.product) != ""}
 	if len(major.mig) > 0 {
 		res.GPU.Count, res.GPU.Type = 0, ""
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/shared"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/golden"
@@ -78,12 +79,15 @@ func TestGoldenShapes(t *testing.T) {
 		{"4xA100-40GB", nil, nodes(2, "NVIDIA-A100-SXM4-40GB", 4, nil)},
 		{"8xH200", nil, nodes(2, "NVIDIA-H200", 8, nil)},
 		{"MIG-mixed", nil, nodes(2, "NVIDIA-H100-80GB-HBM3", 1, mig)},
+		{"MIG-single", nil, nodes(2, "NVIDIA-H200-MIG-1g.18gb", 7, map[string]string{gpu.LabelMIGStrategy: "single"})},
 		{"CPU-only", nil, append(nodes(2, "cpu", 0, nil), node("gpu-elsewhere", "NVIDIA-H100-80GB-HBM3", 8, map[string]string{gpu.LabelPresent: "false"}))},
 		{"explicit-8-no-labels", ptr.To[int32](8), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := cluster(t, tc.explicit)
 			res := gpu.Find(sc, tc.nodes)
+			// With the health check on, for the GPU count it expects.
+			sc.Spec.PeriodicChecks = &slurmv1alpha1.PeriodicChecks{Enabled: true}
 			in := fixtures.Input(sc)
 			in.GPU = res.GPU
 			cm := shared.SlurmConfigMap(in)
@@ -99,6 +103,11 @@ func TestGoldenShapes(t *testing.T) {
 				}
 			}
 			b.WriteString("# gres.conf\n" + cm.Data["gres.conf"])
+			for _, l := range strings.Split(cm.Data[slurmconf.NodeHealthScript], "\n") {
+				if strings.HasPrefix(l, "EXPECTED_GPUS=") {
+					b.WriteString("# node health: " + l + "\n")
+				}
+			}
 			y, _ := yaml.Marshal(map[string]any{
 				"resources": sts.Spec.Template.Spec.Containers[0].Resources,
 				"affinity":  sts.Spec.Template.Spec.Affinity,
@@ -153,7 +162,8 @@ func TestGresTypeNormalisesProducts(t *testing.T) {
 		"Tesla-V100-SXM2-16GB":             "v100",
 		"NVIDIA-GeForce-RTX-4090":          "rtx4090",
 		"NVIDIA-L40S":                      "l40s",
-		"NVIDIA-A100-SXM4-40GB-MIG-1g.5gb": "a100-1g.5gb",
+		"NVIDIA-A100-SXM4-40GB-MIG-1g.5gb": "1g.5gb",
+		"NVIDIA-H200-MIG-1g.18gb":          "1g.18gb",
 		"":                                 "",
 	} {
 		if got := gpu.GresType(product); got != want {

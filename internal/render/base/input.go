@@ -100,6 +100,9 @@ type GPU struct {
 	// MIG lists the MIG devices of each worker (MIG strategy mixed); when set, Count and Type
 	// are unused and gres.conf relies on NVML detection.
 	MIG []MIGDevice
+	// SingleMIG says the Count devices are MIG devices of one profile (MIG strategy single; Type
+	// is the profile): like MIG, only NVML sees them, and they are not whole GPUs.
+	SingleMIG bool
 	// RequireLabels pins worker pods to nodes with these labels, the shape Slurm was told
 	// about: set whenever the shape comes from GPU node labels, so that it does not change
 	// (and roll every worker) when one node starts to disagree.
@@ -111,6 +114,10 @@ type MIGDevice struct {
 	Profile string
 	Count   int32
 }
+
+// MIGDevices says whether the devices are MIG devices (either MIG strategy): gres.conf must
+// then rely on NVML, and nvidia-smi -L lists them under their GPU, not as GPUs.
+func (g GPU) MIGDevices() bool { return len(g.MIG) > 0 || g.SingleMIG }
 
 // Total is the number of GPU devices (whole GPUs or MIG devices) of each worker.
 func (g GPU) Total() int32 {

@@ -276,7 +276,7 @@ func gresConf(in base.Input) string {
 	w := newWriter(generatedHeader)
 	workers := in.Cluster.Spec.SlurmNodes.Worker
 	mode := workers.GresAutoDetect
-	if len(in.GPU.MIG) > 0 {
+	if in.GPU.MIGDevices() {
 		// MIG instances are not plain device files, and only NVML sees them.
 		mode = slurmv1alpha1.GresAutoDetectNVML
 	}

@@ -30,7 +30,7 @@ func nodeHealth(in base.Input) string {
 	}
 	// MIG devices are not whole GPUs: the count check compares whole GPUs only.
 	gpus := in.GPU.Count
-	if len(in.GPU.MIG) > 0 {
+	if in.GPU.MIGDevices() {
 		gpus = 0
 	}
 	marker := ""
