@@ -18,8 +18,10 @@ fi
 if kernel=$(dmesg --since "-${WINDOW_MIN}min" 2>/dev/null); then
   # 48 double-bit ECC, 63/64 row remapping, 74 NVLink, 79 fallen off the bus, 92-95 ECC,
   # 119/120 GSP.
-  xids=$(printf '%s\n' "$kernel" | grep -oE 'NVRM: Xid \([^)]*\): (48|63|64|74|79|92|94|95|119|120),' | sort | uniq -c | awk '{print $NF, "x" $1}' | paste -sd' ' -)
-  [ -z "$xids" ] || problems="$problems Xid $xids;"
+  # One entry per code and GPU: "Xid 79 on PCI:0000:3b:00 x2".
+  xids=$(printf '%s\n' "$kernel" | sed -nE 's/.*NVRM: Xid \(([^)]*)\): (48|63|64|74|79|92|94|95|119|120),.*/\2 on \1/p' |
+    sort | uniq -c | awk '{n = $1; $1 = ""; printf "%sXid%s x%d", sep, $0, n; sep = ", "}')
+  [ -z "$xids" ] || problems="$problems $xids;"
 else
   note=" (the kernel log is not readable here: Xid not checked)"
 fi
