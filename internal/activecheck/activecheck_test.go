@@ -357,3 +357,56 @@ func TestStepTakesInTheCheckJobsQueuedBeforeARestart(t *testing.T) {
 		t.Errorf("the job list was asked for %d times, want once", api.listed)
 	}
 }
+
+// A check whose pod cannot start (its image cannot be pulled) says nothing of the worker: no
+// drain, its holder ended, and no new run before the interval; a worker the check had drained
+// (resumed for the run) is drained again for what its last run found.
+func TestAKubernetesJobCheckThatCannotStartLeavesTheWorkerAsItWas(t *testing.T) {
+	c := Check{Name: "k", Script: "true", Interval: time.Hour, Timeout: time.Minute, OnFailure: slurmv1alpha1.ActiveCheckDrain, InPod: true, Image: "nope"}
+	api := &fakeAPI{drained: map[string]string{}}
+	s := NewState()
+	now := time.Now()
+	// w1 failed this check an hour ago: it is drained by it, and due again.
+	s.record(Result{Check: "k", Node: "w1", Output: "xid 79 on GPU 3", At: now.Add(-time.Hour)})
+	workers := []slurm.Node{node("w0", "", "IDLE"), node("w1", c.Reason("xid 79 on GPU 3"), "IDLE", "DRAIN")}
+	step := func() []Result {
+		t.Helper()
+		got, err := s.Step(context.Background(), api, []Check{c}, workers, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	step()
+	if fmt.Sprint(api.submitted) != "[[w0] [w1]]" || fmt.Sprint(api.resumed) != "[w1]" {
+		t.Fatalf("submitted %v, resumed %v: want a run on each, w1 resumed for its run", api.submitted, api.resumed)
+	}
+	workers[1] = node("w1", "", "ALLOCATED")
+	for i := range api.jobs {
+		api.jobs[i].State = []string{"RUNNING"}
+	}
+	step()
+	for _, id := range []int64{101, 102} {
+		*api.pods[id] = PodOutcome{Ended: true, NotRun: true, Output: `its pod cannot start: ImagePullBackOff: Back-off pulling image "nope"`}
+	}
+	results := step()
+	if len(results) != 2 || !results[0].NotRun || !results[1].NotRun {
+		t.Fatalf("results %+v: want two runs that could not start", results)
+	}
+	if fmt.Sprint(api.cancelled) != "[101 102]" && fmt.Sprint(api.cancelled) != "[102 101]" {
+		t.Errorf("cancelled %v: want both holders ended", api.cancelled)
+	}
+	if fmt.Sprint(api.drained) != "map[w1:slurm-operator: check k: xid 79 on GPU 3]" {
+		t.Errorf("drained %v: want w1 alone, drained again for its last run", api.drained)
+	}
+	st := s.Status([]Check{c}, []string{"w0", "w1"})[0]
+	if st.Passed != 0 || len(st.Failing) != 1 || st.Failing[0].Node != "w1" {
+		t.Errorf("status %+v: want w1 still failing and w0 neither passed nor failed", st)
+	}
+	workers = []slurm.Node{node("w0", "", "IDLE"), node("w1", c.Reason("xid 79 on GPU 3"), "IDLE", "DRAIN")}
+	api.submitted = nil
+	step()
+	if len(api.submitted) != 0 {
+		t.Errorf("submitted %v at once: a run that could not start waits an interval", api.submitted)
+	}
+}

@@ -30,6 +30,9 @@ type Pods interface {
 // PodOutcome is how a check's Kubernetes Job ended.
 type PodOutcome struct {
 	Ended, Passed bool
+	// NotRun (with Ended) says the check never started: its pod cannot start (an image that
+	// cannot be pulled, say), which says nothing of the worker. Output says why.
+	NotRun bool
 	// Output is the end of the check's output (its container's termination message), or why
 	// the Job failed when the check said nothing.
 	Output string
@@ -73,6 +76,9 @@ type Result struct {
 	// FailingSince is, for a failed run, when the worker's unbroken run of failures of this
 	// check began (the At of the first).
 	FailingSince time.Time
+	// NotRun says the check could not run on the worker (Output says why): the worker keeps
+	// what its last run found, and the check is due again an interval later.
+	NotRun bool
 }
 
 // State is what the checks of one cluster remember between looks: when each check last ran
@@ -125,6 +131,22 @@ func (s *State) record(r Result) {
 		}
 	}
 	s.last[r.Check][r.Node] = r
+}
+
+// notRun notes a run that could not start: the check is due again an interval later, and the
+// worker's last result stays as it was. It returns that result, if the check has one there.
+func (s *State) notRun(r Result) (Result, bool) {
+	if s.last[r.Check] == nil {
+		s.last[r.Check] = map[string]Result{}
+	}
+	last, ok := s.last[r.Check][r.Node]
+	ok = ok && last.Output != ""
+	if !ok {
+		last = Result{Check: r.Check, Node: r.Node, Passed: true}
+	}
+	last.At = r.At
+	s.last[r.Check][r.Node] = last
+	return last, ok
 }
 
 // forget marks the check as due on the node now (it came back from a drain).
@@ -267,7 +289,7 @@ func (s *State) Step(ctx context.Context, api API, checks []Check, workers []slu
 				continue
 			}
 			delete(s.inflight, id)
-			results = append(results, Result{Check: c.Name, Node: q.nodes[0], Passed: out.Passed, Output: clip(out.Output), At: now})
+			results = append(results, podResult(c, q.nodes[0], out, now))
 			if err := api.CancelJob(ctx, id); err != nil {
 				errs = append(errs, fmt.Errorf("end the job %d that held %s for its check %s: %w", id, q.nodes[0], c.Name, err))
 			}
@@ -309,6 +331,16 @@ func (s *State) Step(ctx context.Context, api API, checks []Check, workers []slu
 	}
 
 	for _, r := range results {
+		if r.NotRun {
+			// The worker keeps its standing: a worker this check had drained (and resumed for
+			// the run) is drained again for what its last run found.
+			if last, ok := s.notRun(r); ok && !last.Passed {
+				if n, ok := byNode[r.Node]; ok {
+					errs = append(errs, react(ctx, api, byName[r.Check], n, last))
+				}
+			}
+			continue
+		}
 		s.record(r)
 		if n, ok := byNode[r.Node]; ok {
 			errs = append(errs, react(ctx, api, byName[r.Check], n, r))

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -152,8 +155,103 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 				g.Expect(out).To(ContainSubstring(jobs[w].Labels[checkjob.LabelHolder]+"|CANCELLED"), "the holder of %s", w)
 			}
 		}).WithTimeout(timeout).Should(Succeed())
+
+		By("a check whose image cannot be pulled drains nobody: its holders end, its Jobs go, an event says why")
+		Eventually(func() error {
+			if err := k8sClient.Get(ctx, key(ns, "chk"), cur); err != nil {
+				return err
+			}
+			cur.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "pull", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob,
+				Image: "checker:missing", Script: "true"}}
+			return k8sClient.Update(ctx, cur)
+		}).WithTimeout(timeout).Should(Succeed())
+		pulls := map[string]*batchv1.Job{}
+		Eventually(func(g Gomega) {
+			list := &batchv1.JobList{}
+			g.Expect(k8sClient.List(ctx, list, crclient.InNamespace(ns), crclient.MatchingLabels{checkjob.LabelCheck: "pull"})).To(Succeed())
+			for i := range list.Items {
+				pulls[list.Items[i].Labels[checkjob.LabelNode]] = &list.Items[i]
+			}
+			g.Expect(pulls).To(HaveLen(2)) // worker-1 too: the removed check's drain was lifted
+		}).WithTimeout(timeout).Should(Succeed())
+		for _, w := range []string{"worker-0", "worker-1"} {
+			pullBackOff(ctx, pulls[w])
+		}
+		Eventually(func(g Gomega) {
+			out, err := cluster.Exec(context.Background(), "chk-login-0", "squeue", "-h", "-t", "all", "-o", "%i|%T")
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, w := range []string{"worker-0", "worker-1"} {
+				g.Expect(out).To(ContainSubstring(pulls[w].Labels[checkjob.LabelHolder]+"|CANCELLED"), "the holder of %s", w)
+				err := k8sClient.Get(ctx, key(ns, pulls[w].Name), &batchv1.Job{})
+				g.Expect(crclient.IgnoreNotFound(err)).To(Succeed())
+				g.Expect(err).To(HaveOccurred(), "the Job of %s is still there", w)
+			}
+			list := &eventsv1.EventList{}
+			g.Expect(k8sClient.List(ctx, list, crclient.InNamespace(ns))).To(Succeed())
+			notRun := 0
+			for _, e := range list.Items {
+				if e.Reason == "ActiveCheckNotRun" {
+					g.Expect(e.Note).To(MatchRegexp(`^check pull could not run on worker-[01]: its pod cannot start: ImagePullBackOff: Back-off pulling image "checker:missing"$`))
+					notRun++
+				}
+			}
+			g.Expect(notRun).To(Equal(2))
+		}).WithTimeout(timeout).Should(Succeed())
+		for _, w := range []string{"worker-0", "worker-1"} {
+			n, err := client.Node(ctx, w)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n.Has("DRAIN")).To(BeFalse(), "%s: %s", w, n.Reason)
+		}
+
+		By("a check whose Job the API server refuses (a quota of no Jobs) drains nobody either, and does not wait out its holder")
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-jobs", Namespace: ns},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}}
+		Expect(k8sClient.Create(ctx, quota)).To(Succeed())
+		// The quota controller's part: what is used (admission compares it with the hard limit).
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}
+		Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
+		Eventually(func() error {
+			if err := k8sClient.Get(ctx, key(ns, "chk"), cur); err != nil {
+				return err
+			}
+			cur.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "refused", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob, Script: "true"}}
+			return k8sClient.Update(ctx, cur)
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(k8sClient.List(ctx, list, crclient.InNamespace(ns))).To(Succeed())
+			refused := map[string]bool{}
+			for _, e := range list.Items {
+				if e.Reason == "ActiveCheckNotRun" && strings.HasPrefix(e.Note, "check refused could not run on ") {
+					g.Expect(e.Note).To(MatchRegexp(`^check refused could not run on worker-[01]: its Job was refused: jobs.batch "chk-check-[0-9]+" is forbidden: exceeded quota: no-jobs`))
+					refused[e.Note[len("check refused could not run on "):][:len("worker-0")]] = true
+				}
+			}
+			g.Expect(refused).To(HaveLen(2))
+			out, err := cluster.Exec(context.Background(), "chk-login-0", "squeue", "-h", "-t", "all", "-n", "slurm-operator-check-refused", "-o", "%T")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(strings.Fields(out)).To(Equal([]string{"CANCELLED", "CANCELLED"})) // not waited out to TIMEOUT
+		}).WithTimeout(timeout).Should(Succeed())
+		for _, w := range []string{"worker-0", "worker-1"} {
+			n, err := client.Node(ctx, w)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n.Has("DRAIN")).To(BeFalse(), "%s: %s", w, n.Reason)
+		}
 	})
 })
+
+// pullBackOff plays the kubelet for a check's Job whose image cannot be pulled: its pod waits.
+func pullBackOff(ctx SpecContext, job *batchv1.Job) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-x", Namespace: job.Namespace, Labels: job.Spec.Template.Labels},
+		Spec:       job.Spec.Template.Spec,
+	}
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "check", Image: "checker:missing", State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "checker:missing"`}}}}
+	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+}
 
 // endCheckJob plays the kubelet and the Job controller for a check's Job: its pod ended with
 // this exit code and termination message, and the Job's conditions say so.

@@ -18,6 +18,19 @@ func (r *SlurmClusterReconciler) event(sc *slurmv1alpha1.SlurmCluster, eventType
 	}
 }
 
+// workerEvent records an event on the SlurmCluster about one worker: related to the worker's
+// pod, so that events of several workers with the same reason are not folded into one.
+func (r *SlurmClusterReconciler) workerEvent(sc *slurmv1alpha1.SlurmCluster, node, eventType, reason, action, note string) {
+	ord := ordinalOf(node)
+	if r.Recorder == nil || ord < 0 {
+		r.event(sc, eventType, reason, action, note)
+		return
+	}
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespace, Name: sc.PodName(slurmv1alpha1.ComponentWorker, int32(ord))}}
+	r.Recorder.Eventf(sc, pod, eventType, reason, action, "%s", note)
+}
+
 // conditionEvents records one event for each condition whose status changed between old and
 // next: a Warning when it turned bad (Degraded True, any other False), Normal when it turned
 // good. A condition's first value is not a change: it is recorded only when it is a problem

@@ -82,8 +82,13 @@ func (r *SlurmClusterReconciler) runActiveChecks(ctx context.Context, s *reconci
 			log.FromContext(ctx).Error(err, "active checks")
 		}
 		for _, res := range results {
+			if res.NotRun {
+				r.workerEvent(s.cluster, res.Node, "Warning", "ActiveCheckNotRun", "ActiveCheck",
+					fmt.Sprintf("check %s could not run on %s: %s", res.Check, res.Node, res.Output))
+				continue
+			}
 			if !res.Passed {
-				r.event(s.cluster, "Warning", "ActiveCheckFailed", "ActiveCheck",
+				r.workerEvent(s.cluster, res.Node, "Warning", "ActiveCheckFailed", "ActiveCheck",
 					fmt.Sprintf("check %s failed on %s: %s", res.Check, res.Node, res.Output))
 			}
 		}

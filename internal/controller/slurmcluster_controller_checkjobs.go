@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,25 +36,53 @@ func (p checkPods) PodCheck(ctx context.Context, c activecheck.Check, node strin
 	case !found && !start:
 		return activecheck.PodOutcome{}, nil
 	case !found:
-		return activecheck.PodOutcome{}, p.create(ctx, c, node, holder)
-	case jobFinished(job):
-		// The pod's termination message is the check's output; the cache keeps pods slim, so
-		// it is read from the API server, once per run.
-		pods := &corev1.PodList{}
-		if err := p.r.APIReader.List(ctx, pods, client.InNamespace(p.sc.Namespace),
-			client.MatchingLabels{render.CheckJobHolderLabel: strconv.FormatInt(holder, 10)}); err != nil {
-			return activecheck.PodOutcome{}, fmt.Errorf("read the pod of check Job %s: %w", name, err)
-		}
-		var pod *corev1.Pod
-		for i := range pods.Items {
-			if pod == nil || pods.Items[i].CreationTimestamp.After(pod.CreationTimestamp.Time) {
-				pod = &pods.Items[i]
+		err := p.create(ctx, c, node, holder)
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			// Refused for good (a quota, a policy, a field the API server will not take): no
+			// word on the worker, and no waiting for the holder's time to run out.
+			msg := err.Error()
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				msg = status.Status().Message // the API server's words, without this function's
 			}
+			return activecheck.PodOutcome{Ended: true, NotRun: true, Output: "its Job was refused: " + msg}, nil
 		}
+		return activecheck.PodOutcome{}, err
+	}
+	// The pod's termination message is the check's output, and its waiting reason says whether
+	// it can start at all; the cache keeps pods slim, so the pod is read from the API server.
+	pod, err := p.pod(ctx, holder)
+	if err != nil {
+		return activecheck.PodOutcome{}, fmt.Errorf("read the pod of check Job %s: %w", name, err)
+	}
+	if jobFinished(job) {
 		ended, passed, out := render.CheckJobOutcome(job, pod)
 		return activecheck.PodOutcome{Ended: ended, Passed: passed, Output: out}, nil
 	}
+	if why, stuck := render.CheckJobNotStarted(pod); stuck {
+		// No word on the worker; the Job goes, so that its pod stops pulling on the node.
+		if err := p.r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return activecheck.PodOutcome{}, fmt.Errorf("delete the check Job %s, whose pod cannot start: %w", name, err)
+		}
+		return activecheck.PodOutcome{Ended: true, NotRun: true, Output: why}, nil
+	}
 	return activecheck.PodOutcome{}, nil
+}
+
+// pod is the newest pod of the check Job of the holder, nil when there is none yet.
+func (p checkPods) pod(ctx context.Context, holder int64) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := p.r.APIReader.List(ctx, pods, client.InNamespace(p.sc.Namespace),
+		client.MatchingLabels{render.CheckJobHolderLabel: strconv.FormatInt(holder, 10)}); err != nil {
+		return nil, err
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		if pod == nil || pods.Items[i].CreationTimestamp.After(pod.CreationTimestamp.Time) {
+			pod = &pods.Items[i]
+		}
+	}
+	return pod, nil
 }
 
 // create makes the check's Job on the Kubernetes node of the worker's pod, past its taints.

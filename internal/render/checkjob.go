@@ -23,3 +23,8 @@ func CheckJob(sc *slurmv1alpha1.SlurmCluster, p CheckJobParams) *batchv1.Job {
 func CheckJobOutcome(job *batchv1.Job, pod *corev1.Pod) (ended, passed bool, output string) {
 	return checkjob.Outcome(job, pod)
 }
+
+// CheckJobNotStarted says why a check's pod cannot start (its image cannot be pulled), if so.
+func CheckJobNotStarted(pod *corev1.Pod) (string, bool) {
+	return checkjob.NotStarted(pod)
+}

@@ -58,3 +58,26 @@ func TestOutcome(t *testing.T) {
 		}
 	}
 }
+
+func TestNotStartedIsAPodThatCannotStartOnly(t *testing.T) {
+	waiting := func(reason, msg string) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "check",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}}
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{waiting("ImagePullBackOff", `Back-off pulling image "dcgm:nope"`), `its pod cannot start: ImagePullBackOff: Back-off pulling image "dcgm:nope"`},
+		{waiting("InvalidImageName", ""), "its pod cannot start: InvalidImageName"},
+		{waiting("ErrImagePull", "a registry hiccup"), ""}, // the kubelet tries again
+		{waiting("ContainerCreating", ""), ""},
+		{&corev1.Pod{}, ""},
+		{nil, ""},
+	} {
+		got, ok := NotStarted(tc.pod)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("NotStarted = %q, %v; want %q", got, ok, tc.want)
+		}
+	}
+}
