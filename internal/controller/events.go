@@ -18,17 +18,26 @@ func (r *SlurmClusterReconciler) event(sc *slurmv1alpha1.SlurmCluster, eventType
 	}
 }
 
-// workerEvent records an event on the SlurmCluster about one worker: related to the worker's
-// pod, so that events of several workers with the same reason are not folded into one.
+// workerEvent records an event on the SlurmCluster about one worker (a Slurm node name).
 func (r *SlurmClusterReconciler) workerEvent(sc *slurmv1alpha1.SlurmCluster, node, eventType, reason, action, note string) {
 	ord := ordinalOf(node)
-	if r.Recorder == nil || ord < 0 {
+	if ord < 0 {
 		r.event(sc, eventType, reason, action, note)
 		return
 	}
-	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespace, Name: sc.PodName(slurmv1alpha1.ComponentWorker, int32(ord))}}
-	r.Recorder.Eventf(sc, pod, eventType, reason, action, "%s", note)
+	r.podEvent(sc, sc.PodName(slurmv1alpha1.ComponentWorker, int32(ord)), eventType, reason, action, note)
+}
+
+// podEvent records an event on the SlurmCluster about one of its pods: related to the pod, so
+// that the events of several pods with the same reason are not folded into the first one's
+// series (the events library keys them without their notes).
+func (r *SlurmClusterReconciler) podEvent(sc *slurmv1alpha1.SlurmCluster, pod, eventType, reason, action, note string) {
+	if r.Recorder == nil {
+		return
+	}
+	related := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: sc.Namespace, Name: pod}}
+	r.Recorder.Eventf(sc, related, eventType, reason, action, "%s", note)
 }
 
 // conditionEvents records one event for each condition whose status changed between old and

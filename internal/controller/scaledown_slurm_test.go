@@ -13,11 +13,13 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
@@ -317,16 +319,32 @@ var _ = Describe("scaling down past a worker pod that never ran", func() {
 		defer cancel()
 		job := sbatchOn(hctx, cluster, "pend-login-0", "worker-1", 30)
 
-		By("size 4: worker-3's pod cannot be placed, and the status says so with the scheduler's words")
-		updateSpec(ctx, ns, "pend", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 4 })
+		By("size 5: worker-3's and worker-4's pods cannot be placed; the status says so with the scheduler's words, and an event names each pod")
+		updateSpec(ctx, ns, "pend", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 5 })
 		Eventually(func() int32 {
 			return *get(ctx, &appsv1.StatefulSet{}, ns, "pend-worker").Spec.Replicas
-		}).WithTimeout(timeout).Should(Equal(int32(4)))
+		}).WithTimeout(timeout).Should(Equal(int32(5)))
 		pendingPod(ctx, ns, "pend", 3, "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+		pendingPod(ctx, ns, "pend", 4, "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
 		eventuallyCondition(ctx, ns, "pend", "WorkersAvailable", "WorkerPodsPending",
 			"pod pend-worker-3 (Slurm node worker-3) cannot start: Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+		Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(k8sClient.List(ctx, list, crclient.InNamespace(ns))).To(Succeed())
+			related := map[string]string{}
+			for _, e := range list.Items {
+				if e.Reason == "WorkerPodPending" && e.Related != nil {
+					related[e.Related.Name] = e.Note
+				}
+			}
+			// One each: the events library would fold the second into the first's series.
+			g.Expect(related).To(HaveLen(2))
+			for _, i := range []string{"3", "4"} {
+				g.Expect(related["pend-worker-"+i]).To(HavePrefix("pod pend-worker-" + i + " (Slurm node worker-" + i + ") cannot start"))
+			}
+		}).WithTimeout(timeout).Should(Succeed())
 
-		By("size 2: worker-2 is drained and removed with worker-3, which Slurm never listed")
+		By("size 2: worker-2 is drained and removed with worker-3 and worker-4, which Slurm never listed")
 		updateSpec(ctx, ns, "pend", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 2 })
 		Eventually(func() int32 {
 			return *get(ctx, &appsv1.StatefulSet{}, ns, "pend-worker").Spec.Replicas

@@ -34,7 +34,9 @@ func (r *SlurmClusterReconciler) observePendingWorkers(ctx context.Context, s *r
 	for _, p := range o.pendingWorkers[:min(len(o.pendingWorkers), maxNamedPending)] {
 		pod, _, _ := strings.Cut(p, " cannot start")
 		if prev == nil || !strings.Contains(prev.Message, pod+" cannot start") {
-			r.event(sc, corev1.EventTypeWarning, slurmv1alpha1.EventWorkerPodPending, slurmv1alpha1.ConditionWorkersAvailable, p)
+			var name string
+			_, _ = fmt.Sscanf(pod, "pod %s", &name)
+			r.podEvent(sc, name, corev1.EventTypeWarning, slurmv1alpha1.EventWorkerPodPending, slurmv1alpha1.ConditionWorkersAvailable, p)
 		}
 	}
 	return nil

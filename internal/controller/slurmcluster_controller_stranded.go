@@ -76,7 +76,7 @@ func (r *SlurmClusterReconciler) findStrandedWorkers(ctx context.Context, s *rec
 	prev := findCondition(&s.cluster.Status, slurmv1alpha1.ConditionDegraded)
 	for _, sp := range o.stranded {
 		if prev == nil || !strings.Contains(prev.Message, "pod "+sp.pod+" on node "+sp.node) {
-			r.event(sc, corev1.EventTypeWarning, slurmv1alpha1.EventWorkerNodeLost, slurmv1alpha1.ConditionDegraded,
+			r.podEvent(sc, sp.pod, corev1.EventTypeWarning, slurmv1alpha1.EventWorkerNodeLost, slurmv1alpha1.ConditionDegraded,
 				sp.String()+": the pod cannot be deleted and its worker cannot be replaced until the node is back or declared out of service")
 		}
 	}
