@@ -104,14 +104,10 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 		}).WithTimeout(timeout).Should(Succeed())
 
 		By("a check run as a Kubernetes Job: a Slurm job holds each worker while the check's pod runs on the worker's Kubernetes node")
-		Eventually(func() error {
-			if err := k8sClient.Get(ctx, key(ns, "chk"), cur); err != nil {
-				return err
-			}
-			cur.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "pod", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob,
+		updateSpec(ctx, ns, "chk", func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "pod", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob,
 				Image: "checker:1", Script: "nvidia-smi -q -d ECC"}}
-			return k8sClient.Update(ctx, cur)
-		}).WithTimeout(timeout).Should(Succeed())
+		})
 		jobs := map[string]*batchv1.Job{}
 		Eventually(func(g Gomega) {
 			list := &batchv1.JobList{}
@@ -157,14 +153,10 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 		}).WithTimeout(timeout).Should(Succeed())
 
 		By("a check whose image cannot be pulled drains nobody: its holders end, its Jobs go, an event says why")
-		Eventually(func() error {
-			if err := k8sClient.Get(ctx, key(ns, "chk"), cur); err != nil {
-				return err
-			}
-			cur.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "pull", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob,
+		updateSpec(ctx, ns, "chk", func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "pull", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob,
 				Image: "checker:missing", Script: "true"}}
-			return k8sClient.Update(ctx, cur)
-		}).WithTimeout(timeout).Should(Succeed())
+		})
 		pulls := map[string]*batchv1.Job{}
 		Eventually(func(g Gomega) {
 			list := &batchv1.JobList{}
@@ -210,13 +202,9 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 		// The quota controller's part: what is used (admission compares it with the hard limit).
 		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}}
 		Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
-		Eventually(func() error {
-			if err := k8sClient.Get(ctx, key(ns, "chk"), cur); err != nil {
-				return err
-			}
-			cur.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "refused", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob, Script: "true"}}
-			return k8sClient.Update(ctx, cur)
-		}).WithTimeout(timeout).Should(Succeed())
+		updateSpec(ctx, ns, "chk", func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "refused", RunAs: slurmv1alpha1.ActiveCheckKubernetesJob, Script: "true"}}
+		})
 		Eventually(func(g Gomega) {
 			list := &eventsv1.EventList{}
 			g.Expect(k8sClient.List(ctx, list, crclient.InNamespace(ns))).To(Succeed())

@@ -9,14 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
-
-// notStartingReasons are the container waiting reasons that do not pass by themselves: the
-// kubelet keeps retrying, but the pod will not start until someone changes something.
-var notStartingReasons = map[string]bool{
-	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
-	"CreateContainerConfigError": true, "CreateContainerError": true,
-}
 
 // observePendingWorkers finds the worker pods the size wants that cannot start, with the reason
 // Kubernetes gives (the scheduler's, or the kubelet's for an image it cannot pull), for the
@@ -60,7 +54,7 @@ func pendingWorkers(pods []corev1.Pod, size int32) []string {
 			}
 		}
 		for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := c.State.Waiting; why == "" && w != nil && notStartingReasons[w.Reason] {
+			if w := c.State.Waiting; why == "" && w != nil && slurmfacts.ContainerCannotStart[w.Reason] {
 				why = strings.TrimSpace(w.Reason + ": " + w.Message)
 			}
 		}

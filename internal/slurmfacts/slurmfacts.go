@@ -98,3 +98,12 @@ const GPUResource = "nvidia.com/gpu"
 // its StateSaveLocation (a file cut short, or one from a release it cannot read) and was not
 // started with -i, which would drop what it cannot read.
 const StateUnreadable = "start with '-i' to ignore this"
+
+// ContainerCannotStart are the container waiting reasons that do not pass by themselves: the
+// kubelet keeps retrying, but the container will not start until someone changes something
+// (the image, the pull secret, the spec). ErrImagePull comes first and may be a passing
+// registry failure; ImagePullBackOff follows it when the pull keeps failing.
+var ContainerCannotStart = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true,
+}

@@ -15,6 +15,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // Keep is how long a finished check Job stays (its pod's termination message is the result):
@@ -136,22 +137,15 @@ func message(pod *corev1.Pod, otherwise string) string {
 	return otherwise
 }
 
-// cannotStart are the reasons a container waits with that the kubelet will not get past by
-// itself within a check's timeout: its image cannot be pulled (after a first failed pull the
-// kubelet backs off), or its spec cannot be made into a container.
-var cannotStart = map[string]bool{
-	"ImagePullBackOff": true, "ErrImageNeverPull": true, "InvalidImageName": true,
-	"CreateContainerConfigError": true, "CreateContainerError": true,
-}
-
 // NotStarted says why the check's pod cannot start, if it cannot: the check container's
-// waiting reason and message. Such a run says nothing of the worker.
+// waiting reason and message. Such a run says nothing of the worker. A first ErrImagePull is
+// not taken: the kubelet pulls again, and backs off (ImagePullBackOff) if that fails too.
 func NotStarted(pod *corev1.Pod) (string, bool) {
 	if pod == nil {
 		return "", false
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; cs.Name == "check" && w != nil && cannotStart[w.Reason] {
+		if w := cs.State.Waiting; cs.Name == "check" && w != nil && slurmfacts.ContainerCannotStart[w.Reason] && w.Reason != "ErrImagePull" {
 			why := "its pod cannot start: " + w.Reason
 			if w.Message != "" {
 				why += ": " + w.Message
