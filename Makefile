@@ -57,8 +57,9 @@ test-assets: ## Build kube-apiserver and etcd for the tests (cached).
 	hack/test-assets.sh >/dev/null
 
 .PHONY: slurm-rootfs
-slurm-rootfs: ## Build the Debian 13 root file system with Slurm 24.11 for the real-Slurm tests (cached).
+slurm-rootfs: ## Build the Debian 13 root file systems with Slurm 24.11 and 26.05 for the real-Slurm tests (cached).
 	hack/slurm-rootfs.sh >/dev/null
+	hack/slurm-rootfs.sh --release 26.05 >/dev/null
 
 .PHONY: node-assets
 node-assets: test-assets ## Build the node's binaries: kubelet, containerd, runc, CNI, CoreDNS, BuildKit, kube-router (cached).
@@ -70,7 +71,8 @@ images: node-assets ## Build every image with BuildKit on a debootstrap'd Debian
 
 .PHONY: test
 test: check-generated lint test-assets slurm-rootfs node-assets $(PROMTOOL) ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node test.
-	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" PROMTOOL="$(PROMTOOL)" \
+	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
+	  SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" PROMTOOL="$(PROMTOOL)" \
 	  go test -timeout 20m $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node)
 	$(MAKE) test-node
 
@@ -81,7 +83,8 @@ test-node: node-assets ## The node tests: images, a real one-node and a three-no
 
 .PHONY: test-slurm
 test-slurm: slurm-rootfs ## Run only the real-Slurm tests (verbose).
-	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -count=1 -v ./test/slurm/ ./test/slurmharness/
+	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" \
+	  go test -count=1 -v ./test/slurm/ ./test/slurmharness/
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no API server.

@@ -32,6 +32,9 @@ type Host struct {
 	SlurmdScript string
 	// SlurmdEnv are NAME=value pairs for SlurmdScript.
 	SlurmdEnv []string
+	// RootFS, when set, is this host's root file system instead of Config.RootFS: another
+	// Slurm release, as a pod of another image (hack/slurm-rootfs.sh --release).
+	RootFS string
 }
 
 // DB names the accounting database and its user, as slurmdbd.conf uses them.
@@ -84,11 +87,8 @@ func validate(cfg *Config) error {
 	if cfg.RootFS == "" {
 		return errors.New("slurmharness: Config.RootFS is empty (see hack/slurm-rootfs.sh)")
 	}
-	if _, err := os.Lstat(filepath.Join(cfg.RootFS, "usr/sbin/slurmctld")); err != nil { // a link to /etc/alternatives
-		return fmt.Errorf("slurmharness: %s is not a Slurm root file system: %w", cfg.RootFS, err)
-	}
-	if strings.ContainsAny(cfg.RootFS, ",:") {
-		return fmt.Errorf("slurmharness: root file system path %q cannot hold ',' or ':' (overlay options)", cfg.RootFS)
+	if err := checkRootFS(cfg.RootFS); err != nil {
+		return err
 	}
 	if _, ok := cfg.SlurmFiles["slurm.conf"]; !ok {
 		return errors.New("slurmharness: Config.SlurmFiles has no slurm.conf")
@@ -120,10 +120,27 @@ func validate(cfg *Config) error {
 		if err := checkHostName(h.Name); err != nil {
 			return err
 		}
+		if h.RootFS != "" {
+			if err := checkRootFS(h.RootFS); err != nil {
+				return err
+			}
+		}
 		if seen[h.Name] {
 			return fmt.Errorf("slurmharness: host %q appears twice", h.Name)
 		}
 		seen[h.Name] = true
+	}
+	return nil
+}
+
+// checkRootFS refuses a folder that is no Slurm root file system or cannot be an overlay's
+// lower folder.
+func checkRootFS(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, "usr/sbin/slurmctld")); err != nil { // a link to /etc/alternatives
+		return fmt.Errorf("slurmharness: %s is not a Slurm root file system: %w", dir, err)
+	}
+	if strings.ContainsAny(dir, ",:") {
+		return fmt.Errorf("slurmharness: root file system path %q cannot hold ',' or ':' (overlay options)", dir)
 	}
 	return nil
 }

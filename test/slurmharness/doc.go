@@ -1,4 +1,4 @@
-// Package slurmharness starts a real Slurm 24.11 cluster on one Linux machine, for tests: a
+// Package slurmharness starts a real Slurm cluster on one Linux machine, for tests: a
 // controller, workers with fake GPUs, login hosts and an optional accounting host (MariaDB
 // and slurmdbd), each a "host" with its own network, UTS, mount and cgroup namespaces, all
 // running the Debian packages of a root file system built by hack/slurm-rootfs.sh.

@@ -154,7 +154,7 @@ func (c *Cluster) setupScript(h *host) string {
 	w("fi")
 	w("echo %s > /proc/sys/kernel/hostname", shq(h.Name))
 	w("R=%s", shq(R))
-	w("mount -t overlay overlay -o %s \"$R\"", shq(fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", c.cfg.RootFS, filepath.Join(h.dir, "upper"), filepath.Join(h.dir, "work"))))
+	w("mount -t overlay overlay -o %s \"$R\"", shq(fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", c.rootFS(h), filepath.Join(h.dir, "upper"), filepath.Join(h.dir, "work"))))
 	w(`mount -t proc proc "$R/proc"`)
 	// /sys with its submounts, then fresh cgroup mounts made in our cgroup namespace, which
 	// show only this host's cgroups.
@@ -217,6 +217,14 @@ func (c *Cluster) setupScript(h *host) string {
 	w("touch %s", shq(filepath.Join(h.dir, "ready")))
 	w(`exec chroot "$R" /bin/sleep infinity`)
 	return b.String()
+}
+
+// rootFS is the root file system a host runs: its own, or the cluster's.
+func (c *Cluster) rootFS(h *host) string {
+	if h.RootFS != "" {
+		return h.RootFS
+	}
+	return c.cfg.RootFS
 }
 
 // shq quotes s for sh.
@@ -361,13 +369,16 @@ func (c *Cluster) startAccounting(ctx context.Context, h *host) error {
 	if db.Password == "" {
 		db.Password = dbd.get("StoragePass", "")
 	}
-	if out, err := c.run(ctx, h, nil, "mariadb-install-db", "--no-defaults", "--user=root", "--datadir=/var/lib/mysql",
-		"--auth-root-authentication-method=socket", "--skip-test-db"); err != nil {
-		return fmt.Errorf("slurmharness: mariadb-install-db on %s: %w\n%s", h.Name, err, out)
+	// A host started again (ReplaceHost) keeps its database: it is made only once.
+	if _, err := os.Stat(filepath.Join(h.dir, "mysql", "mysql")); err != nil {
+		if out, err := c.run(ctx, h, nil, "mariadb-install-db", "--no-defaults", "--user=root", "--datadir=/var/lib/mysql",
+			"--auth-root-authentication-method=socket", "--skip-test-db"); err != nil {
+			return fmt.Errorf("slurmharness: mariadb-install-db on %s: %w\n%s", h.Name, err, out)
+		}
 	}
 	if err := c.startDaemon(h, Mariadbd, "/usr/sbin/mariadbd", "--no-defaults", "--user=root", "--datadir=/var/lib/mysql",
 		"--socket=/run/mysqld/mysqld.sock", "--port=3306", "--bind-address=0.0.0.0", "--skip-name-resolve",
-		"--innodb-buffer-pool-size=64M", "--innodb-lock-wait-timeout=900"); err != nil {
+		"--innodb-buffer-pool-size=64M", "--innodb-lock-wait-timeout=900", "--loose-innodb-snapshot-isolation=OFF"); err != nil {
 		return err
 	}
 	sql := func(q string) error {

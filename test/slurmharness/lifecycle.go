@@ -160,3 +160,83 @@ func (c *Cluster) PID(host, daemon string) int {
 	}
 	return p.cmd.Process.Pid
 }
+
+// ReplaceHost stops every process of a host and starts the host again under the same name and
+// address from rootFS (empty: the root file system it ran), as Kubernetes replaces a pod with
+// one of a new image. Its daemons get SIGTERM first and grace to save their state. What a pod
+// keeps on its volumes stays: /var/spool (slurmctld's StateSaveLocation, slurmd's spool),
+// /var/lib/mysql and /var/log/slurm; everything else the host wrote is gone. The host's
+// daemons are started again as Start starts them (munged; MariaDB and slurmdbd on the
+// accounting host; slurmctld on a controller; slurmd on a worker), and ReplaceHost returns
+// once they answer; a worker's slurmd must also have registered with the primary controller
+// when that one runs.
+func (c *Cluster) ReplaceHost(ctx context.Context, name, rootFS string, grace time.Duration) error {
+	if rootFS != "" {
+		if err := checkRootFS(rootFS); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("slurmharness: cluster is stopped")
+	}
+	old, ok := c.hosts[name]
+	if !ok {
+		return fmt.Errorf("slurmharness: no host %q", name)
+	}
+	// The daemons that write state first, munged last: they may need it while they stop.
+	for _, d := range []string{Slurmdbd, Slurmctld, Slurmd, Mariadbd, Munged} {
+		if p := old.daemons[d]; p != nil {
+			p.terminate(ctx, grace)
+		}
+	}
+	err := c.removeHost(old)
+	// The overlay's upper folder belongs to the old root file system; the new host starts
+	// from a clean one, like a new container.
+	for _, d := range []string{"upper", "work", "ready"} {
+		err = errors.Join(err, os.RemoveAll(filepath.Join(old.dir, d)))
+	}
+	if err != nil {
+		return err
+	}
+	hs := old.Host
+	if rootFS != "" {
+		hs.RootFS = rootFS
+	}
+	delete(c.hosts, name)
+	h, err := c.addHost(ctx, hs, old.role)
+	// addHost appended the name to c.order, where it already was.
+	c.order = c.order[:len(c.order)-1]
+	if err != nil {
+		return err
+	}
+	if err := c.startMunged(ctx, h); err != nil {
+		return err
+	}
+	isCtrl := h.role == roleController
+	isAcct := c.cfg.Accounting != nil && c.cfg.Accounting.Name == name
+	if isCtrl || isAcct {
+		if err := c.writeJWTKeys(ctx, h); err != nil {
+			return err
+		}
+	}
+	if isAcct {
+		if err := c.startAccounting(ctx, h); err != nil {
+			return err
+		}
+	}
+	if isCtrl {
+		return c.startSlurmctld(ctx, h)
+	}
+	if h.role != roleWorker {
+		return nil
+	}
+	if err := c.startSlurmd(h); err != nil {
+		return err
+	}
+	if ctrl := c.hosts[c.cfg.Controller.Name]; ctrl != nil && ctrl.daemons[Slurmctld] != nil && !ctrl.daemons[Slurmctld].exited() {
+		return c.waitRegistered(ctx, ctrl, h)
+	}
+	return nil
+}

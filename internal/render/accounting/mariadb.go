@@ -11,6 +11,13 @@ import (
 // MariaDBAPIVersion is the mariadb-operator API the objects are written for.
 const MariaDBAPIVersion = "k8s.mariadb.com/v1alpha1"
 
+// MariaDBConfig is the MariaDB server's configuration Slurm's accounting wants: the buffer pool,
+// lock wait and packet size of Slurm's accounting guide, and snapshot isolation off (MariaDB
+// 11.6 and later turn it on; slurmdbd 26.05 warns that a write conflict then stops it). The
+// "loose-" prefix lets a MariaDB older than 11.6, which has no such variable, start all the same.
+const MariaDBConfig = "[mariadb]\ninnodb_buffer_pool_size=1024M\ninnodb_lock_wait_timeout=900\nmax_allowed_packet=256M\n" +
+	"loose-innodb_snapshot_isolation=OFF\n"
+
 // MariaDBObjects renders the MariaDB server, the accounting Database, its User and the Grant.
 func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 	sc := in.Cluster
@@ -21,7 +28,7 @@ func MariaDBObjects(in base.Input) ([]*unstructured.Unstructured, error) {
 	mariadbSpec := map[string]any{
 		"rootPasswordSecretKeyRef": map[string]any{"name": sc.MariaDBRootPasswordSecretName(), "key": "password", "generate": true},
 		"port":                     int64(slurmfacts.MariaDBPort),
-		"myCnf":                    "[mariadb]\ninnodb_buffer_pool_size=1024M\ninnodb_lock_wait_timeout=900\nmax_allowed_packet=256M\n",
+		"myCnf":                    MariaDBConfig,
 	}
 	storage := map[string]any{}
 	if mo.Storage.VolumeClaimTemplate != nil {
