@@ -1,6 +1,7 @@
-// Package slurm_test runs real Slurm daemons (24.11; 26.05 for the upgrade) (slurmctld, slurmd, slurmdbd, slurmrestd,
-// munged, MariaDB) on the exact bytes the operator renders, one network namespace per Slurm
-// node, and checks what a user and the operator see. See docs/testing.md.
+// Package slurm_test runs real Slurm daemons (slurmctld, slurmd, slurmdbd, slurmrestd, munged,
+// MariaDB; Slurm 24.11, and 26.05 for the upgrade) on the exact bytes the operator renders, one
+// network namespace per Slurm node, and checks what a user and the operator see. See
+// docs/testing.md.
 package slurm_test
 
 import (
