@@ -78,6 +78,12 @@ func invalidCases() []invalidCase {
 				"accessModes": []any{"ReadWriteMany"}, "resources": map[string]any{"requests": map[string]any{"storage": "10Gi"}}}})(m)
 		}, "spec.slurmNodes.controller.size", "volumeSourceName"},
 		{"a negative worker size", setTo("spec.slurmNodes.worker.size", -1), "spec.slurmNodes.worker.size", "greater than or equal to 0"},
+		{"an upgrade backup to a volume that is not a volume source", setTo("spec.upgrades.backup", map[string]any{"volumeSourceName": "nope"}),
+			"spec.upgrades.backup.volumeSourceName", "must name an entry of spec.volumeSources"},
+		{"an upgrade backup that names a volume and skips", setTo("spec.upgrades.backup", map[string]any{"volumeSourceName": "data", "skip": true}),
+			"spec.upgrades.backup", "set either volumeSourceName"},
+		{"an upgrade backup that says nothing", setTo("spec.upgrades.backup", map[string]any{"skip": false}),
+			"spec.upgrades.backup", "set either volumeSourceName"},
 		{"a worker size above 4096", setTo("spec.slurmNodes.worker.size", 5000), "spec.slurmNodes.worker.size", "less than or equal to 4096"},
 		{"both a default memory per node and per CPU", func(m map[string]any) {
 			setTo("spec.slurmConfig.defMemPerNode", 4096)(m)

@@ -157,6 +157,14 @@ const (
 	// ReasonWaitingForController: slurmctld is not yet on the new release and ready everywhere;
 	// the workers and login nodes keep the release they run.
 	ReasonWaitingForController = "WaitingForController"
+	// ReasonBackupNotConfigured: an upgrade of slurmdbd or slurmctld waits for
+	// spec.upgrades.backup (a volume, or skip); nothing is rolled.
+	ReasonBackupNotConfigured = "BackupNotConfigured"
+	// ReasonWaitingForBackup: the backup Job before an upgrade runs; nothing is rolled yet.
+	ReasonWaitingForBackup = "WaitingForBackup"
+	// ReasonBackupFailed: the backup Job before an upgrade failed; nothing is rolled until it
+	// is deleted (and runs again) or the spec says skip.
+	ReasonBackupFailed = "BackupFailed"
 
 	// ReasonDone: no scale-down in progress (ScalingDown), no change of release waits
 	// (SlurmUpgrading).

@@ -21,6 +21,9 @@ const (
 	ComponentJail       Component = "populate-jail"
 	// ComponentActiveCheck labels the Kubernetes Jobs of active checks that run as such.
 	ComponentActiveCheck Component = "active-check"
+	// ComponentUpgradeBackup labels the Job that backs up the accounting database and the
+	// controller's state before a change of Slurm release.
+	ComponentUpgradeBackup Component = "upgrade-backup"
 	// ComponentNodeNames gives the Slurm node names DNS names (NodeNamesServiceName).
 	ComponentNodeNames Component = "nodes"
 )
@@ -84,6 +87,13 @@ func (c *SlurmCluster) DatabasePasswordSecretName() string { return c.Name + "-m
 
 // MariaDBName is the name of the mariadb-operator MariaDB object.
 func (c *SlurmCluster) MariaDBName() string { return c.Name + "-mariadb" }
+
+// UpgradeBackupJobName is the Job that takes the backup before an upgrade to the releases
+// named by target (for example "accounting=26.05 controller=26.05"): one Job per target, kept
+// as the record that the backup was taken.
+func (c *SlurmCluster) UpgradeBackupJobName(target string) string {
+	return c.ComponentName(ComponentUpgradeBackup) + "-" + ShortHash([]byte(target))[:8]
+}
 
 // PopulateJailJobName is the Job that fills the jail. Its name carries a hash of the image and
 // the overwrite flag, so a changed request runs a new Job once; it is also the request's name

@@ -25,6 +25,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jailSubMounts) || !has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.worker.volumes.jailSubMounts.all(w, self.slurmNodes.login.volumes.jailSubMounts.all(l, l.name != w.name || l.mountPath == w.mountPath))",message="a jail sub-mount must have the same mountPath on login and worker nodes",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jailSubMounts) || !has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.worker.volumes.jailSubMounts.all(w, self.slurmNodes.login.volumes.jailSubMounts.all(l, l.volumeSourceName != w.volumeSourceName || l.mountPath == w.mountPath))",message="a volume source mounted into the jail must have the same mountPath on login and worker nodes",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmConfig.partitions) || self.slurmConfig.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="at most one partition may be the default",fieldPath=".slurmConfig.partitions"
+// +kubebuilder:validation:XValidation:rule="!has(self.upgrades) || !has(self.upgrades.backup) || !has(self.upgrades.backup.volumeSourceName) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.upgrades.backup.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".upgrades.backup.volumeSourceName"
 type SlurmClusterSpec struct {
 	// ClusterName is the Slurm cluster name (ClusterName in slurm.conf, and the cluster's name in
 	// the accounting database). It cannot be changed after creation: Slurm ties saved state and
@@ -93,6 +94,12 @@ type SlurmClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	NetworkPolicies NetworkPolicies `json:"networkPolicies,omitempty"`
+
+	// Upgrades configures what happens before the images change Slurm's release: the backup
+	// of the accounting database and the controller's state (docs/upgrades.md).
+	// +kubebuilder:default={}
+	// +optional
+	Upgrades Upgrades `json:"upgrades,omitempty"`
 
 	// SlurmNodes sets the count and configuration of each kind of Slurm node.
 	SlurmNodes SlurmNodes `json:"slurmNodes"`

@@ -193,7 +193,25 @@ func (r *SlurmClusterReconciler) stageSlurmUpgrade(ctx context.Context, s *recon
 	}
 	s.facts.upgradeDecided = true
 	s.facts.upgrade = slurmUpgrade{}
-	var waitFor, reason string
+	// The backup Jobs are the record that a backup was taken: never pruned.
+	s.keep = append(s.keep, slurmv1alpha1.ComponentUpgradeBackup)
+	why, reason, err := r.backupHold(ctx, s, live, changes)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		// Before the backup, nothing of the new release rolls.
+		var held []string
+		for _, im := range images {
+			if changes(im) {
+				setImage(c, im.field, live[im.field].image)
+				held = append(held, fmt.Sprintf("%s stays %s", im.field, live[im.field].image))
+			}
+		}
+		s.facts.upgrade = slurmUpgrade{active: true, reason: reason, message: why + ": " + strings.Join(held, ", ")}
+		return nil
+	}
+	var waitFor string
 	var held []string
 	for i, stage := range stages {
 		for _, f := range stage {

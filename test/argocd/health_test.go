@@ -93,6 +93,12 @@ func TestTheArgoCDHealthCheck(t *testing.T) {
 			cond("WorkersUpdating", "True", "ReplacingPods", "replacing worker-0") + `]`, "Progressing", "replacing worker-0"},
 		{"a Slurm upgrade waiting for slurmctld", `"observedGeneration":2,"conditions":[` + ready + `,` + jailDone + `,` +
 			cond("SlurmUpgrading", "True", "WaitingForController", "waiting for every controller pod to run slurmctld:26.05") + `]`, "Progressing", "slurmctld:26.05"},
+		{"an upgrade whose backup failed", `"observedGeneration":2,"conditions":[` + ready + `,` + jailDone + `,` +
+			cond("SlurmUpgrading", "True", "BackupFailed", "the backup Job fpt-upgrade-backup-1 failed") + `]`, "Degraded", "backup Job fpt-upgrade-backup-1 failed"},
+		{"an upgrade waiting for the spec to say where the backup goes", `"observedGeneration":2,"conditions":[` + ready + `,` + jailDone + `,` +
+			cond("SlurmUpgrading", "True", "BackupNotConfigured", "set spec.upgrades.backup.volumeSourceName") + `]`, "Suspended", "spec.upgrades.backup"},
+		{"an upgrade taking its backup", `"observedGeneration":2,"conditions":[` + ready + `,` + jailDone + `,` +
+			cond("SlurmUpgrading", "True", "WaitingForBackup", "the backup Job fpt-upgrade-backup-1 writes") + `]`, "Progressing", "backup Job"},
 		{"a refused Slurm release", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "SlurmReleaseRefused", "cannot downgrade Slurm 26.05 to 24.11") + `]`, "Degraded", "cannot downgrade"},
 		{"a spec that cannot be rendered", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "RenderFailed", "worker: no such volume source") + `]`, "Degraded", "no such volume source"},
 		{"the populate Job failed", `"observedGeneration":2,"conditions":[` + cond("Available", "False", "JailNotPopulated", "the jail is not populated yet") + `,` +

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slurm-k8s/slurm-operator/internal/render/upgrade"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
 
@@ -19,30 +21,19 @@ import (
 //   - a job running across the slurmdbd and slurmctld upgrades keeps running and completes;
 //   - a job waiting for resources runs once they free, on a 24.11 and a 26.05 worker at once;
 //   - a job held for a later start time stays queued, with its id and reason;
+//   - the operator's backup script, run first, writes a dump that loads into a new database with
+//     every job row, and a copy of the controller's state;
 //   - sacct still lists the job that ended before the upgrade;
 //   - afterwards every daemon and command says 26.05.
 func TestUpgradeLosesNoJob(t *testing.T) {
-	next := os.Getenv("SLURM_ROOTFS_NEXT")
-	if next == "" {
-		t.Skip("SLURM_ROOTFS_NEXT is not set: run 'make test' (hack/slurm-rootfs.sh --release 26.05 builds it)")
-	}
+	next := nextRootFS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c := startCluster(t, ctx, render(t, spec(t, 2)), 2)
-	const acctHost = "demo-accounting-0"
-	versionOf := func(host string) string {
-		t.Helper()
-		out, err := c.Exec(ctx, host, "scontrol", "--version")
-		if err != nil {
-			t.Fatalf("scontrol --version on %s: %v", host, err)
-		}
-		return strings.TrimSpace(out)
-	}
+	r := render(t, spec(t, 2))
+	c := startCluster(t, ctx, r, 2)
+	versionOf := func(host string) string { return scontrolVersion(t, ctx, c, host) }
 	if v := versionOf(loginHost); !strings.Contains(v, " 24.11.") {
 		t.Fatalf("the cluster starts on %q, want 24.11", v)
-	}
-	if data, err := os.ReadFile(filepath.Join(next, "etc/slurm-rootfs-version")); err != nil || !strings.Contains(string(data), "slurmctld=26.05.") {
-		t.Fatalf("SLURM_ROOTFS_NEXT=%s is not a Slurm 26.05 root file system (%v):\n%s", next, err, data)
 	}
 
 	// Before the upgrade: a finished job in the accounting database, a running one, one
@@ -110,6 +101,11 @@ func TestUpgradeLosesNoJob(t *testing.T) {
 		}
 		return v
 	}
+
+	// The backup the operator's Job takes before the upgrade: its script, run where it finds
+	// the database and the state as the Job's pod does.
+	backupTo := checkUpgradeBackup(t, ctx, c, r, acctHost)
+	t.Logf("backup before the upgrade: %s", backupTo)
 
 	// slurmdbd first: it converts the 24.11 database at its first start, and answers only then.
 	replace(acctHost)
@@ -197,4 +193,154 @@ func firstLines(s string, n int) string {
 		l = l[:n]
 	}
 	return strings.Join(l, "\n")
+}
+
+const acctHost = "demo-accounting-0"
+
+// nextRootFS is the Slurm 26.05 root file system (SLURM_ROOTFS_NEXT); the test is skipped
+// without it.
+func nextRootFS(t *testing.T) string {
+	t.Helper()
+	next := os.Getenv("SLURM_ROOTFS_NEXT")
+	if next == "" {
+		t.Skip("SLURM_ROOTFS_NEXT is not set: run 'make test' (hack/slurm-rootfs.sh --release 26.05 builds it)")
+	}
+	if data, err := os.ReadFile(filepath.Join(next, "etc/slurm-rootfs-version")); err != nil || !strings.Contains(string(data), "slurmctld=26.05.") {
+		t.Fatalf("SLURM_ROOTFS_NEXT=%s is not a Slurm 26.05 root file system (%v):\n%s", next, err, data)
+	}
+	return next
+}
+
+func scontrolVersion(t *testing.T, ctx context.Context, c *slurmharness.Cluster, host string) string {
+	t.Helper()
+	out, err := c.Exec(ctx, host, "scontrol", "--version")
+	if err != nil {
+		t.Fatalf("scontrol --version on %s: %v", host, err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// TestGoingBackToTheBackup follows the runbook of docs/upgrades.md ("Going back to the backup")
+// after slurmdbd and slurmctld were upgraded to 26.05: both stopped, the backup's dump loaded
+// into an emptied database, the state folder replaced by the backup's copy, both started on
+// 24.11 again. Expected, written first: they start; the job held before the backup is queued
+// again with its id and reason, the job finished before it is in sacct, and the job submitted
+// after it is gone.
+func TestGoingBackToTheBackup(t *testing.T) {
+	next := nextRootFS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r := render(t, spec(t, 1))
+	c := startCluster(t, ctx, r, 1)
+	submit := func() string {
+		t.Helper()
+		return strings.TrimSpace(login(t, ctx, c, "sbatch", "--parsable", "--begin=now+1hour", "--wrap", "true"))
+	}
+	login(t, ctx, c, "srun", "-N1", "true")
+	finished := strings.TrimSpace(login(t, ctx, c, "sacct", "-n", "-X", "-P", "-o", "JobID", "-S", "now-1hour"))
+	stateTime := func() string {
+		out, _ := c.Exec(ctx, ctlHost, "stat", "-c", "%y", "/var/spool/slurmctld/job_state")
+		return out
+	}
+	saved := stateTime()
+	held := submit()
+	// slurmctld saves its state a moment after a change: the backup copies what it saved.
+	if err := c.WaitFor(ctx, "slurmctld to save the held job", func() (bool, error) { return stateTime() != saved, nil }); err != nil {
+		t.Fatal(err)
+	}
+	dir := checkUpgradeBackup(t, ctx, c, r, acctHost)
+	for _, h := range []string{acctHost, ctlHost} {
+		if err := c.ReplaceHost(ctx, h, next, 30*time.Second); err != nil {
+			t.Fatalf("upgrade %s: %v", h, err)
+		}
+	}
+	after := submit()
+	if v := scontrolVersion(t, ctx, c, ctlHost); !strings.Contains(v, " 26.05.") {
+		t.Fatalf("the controller runs %q after its upgrade", v)
+	}
+
+	// The runbook: stop both, restore the database and the state, start the old release.
+	for _, d := range [][2]string{{ctlHost, slurmharness.Slurmctld}, {acctHost, slurmharness.Slurmdbd}} {
+		if err := c.StopDaemon(ctx, d[0], d[1], 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const restoreDB = `set -e
+mariadb --no-defaults --socket=/run/mysqld/mysqld.sock -u root -e 'DROP DATABASE slurm_acct_db; CREATE DATABASE slurm_acct_db'
+mariadb --no-defaults --socket=/run/mysqld/mysqld.sock -u root slurm_acct_db < "$1/accounting.sql"`
+	if out, err := c.Exec(ctx, acctHost, "sh", "-c", restoreDB, "sh", dir); err != nil {
+		t.Fatalf("restore the database: %v\n%s", err, out)
+	}
+	const restoreState = `set -e
+cd /var/spool/slurmctld && mkdir /tmp/spool-new && mv ./* /tmp/spool-new/ && cp -a "$1/statesave/." .`
+	if out, err := c.Exec(ctx, ctlHost, "sh", "-c", restoreState, "sh", dir); err != nil {
+		t.Fatalf("restore the state: %v\n%s", err, out)
+	}
+	root := os.Getenv("SLURM_ROOTFS")
+	for _, h := range []string{acctHost, ctlHost} {
+		if err := c.ReplaceHost(ctx, h, root, 30*time.Second); err != nil {
+			t.Fatalf("start %s on 24.11 again: %v", h, err)
+		}
+	}
+	if v := scontrolVersion(t, ctx, c, ctlHost); !strings.Contains(v, " 24.11.") {
+		t.Fatalf("the controller runs %q after going back", v)
+	}
+	if got := strings.TrimSpace(login(t, ctx, c, "squeue", "-h", "-j", held, "-o", "%i %T %r")); got != held+" PENDING BeginTime" {
+		t.Errorf("the job held before the backup is %q after going back", got)
+	}
+	if out, err := c.Exec(ctx, loginHost, "squeue", "-h", "-j", after, "-o", "%i %T"); err == nil && strings.TrimSpace(out) != "" {
+		t.Errorf("the job submitted after the backup is still there: %q", out)
+	}
+	if got := strings.TrimSpace(login(t, ctx, c, "sacct", "-n", "-X", "-P", "-o", "State", "-j", finished)); got != "COMPLETED" {
+		t.Errorf("sacct says %q of the job finished before the backup", got)
+	}
+	login(t, ctx, c, "srun", "-N1", "true")
+}
+
+// checkUpgradeBackup runs the backup Job's script (upgrade.BackupScript) on the controller host,
+// which has the state at StateSaveLocation and reaches the database by the Service name in
+// slurmdbd.conf, as the Job's pod does; then loads the dump into a new database on the
+// accounting host and compares its job rows with the live ones, and checks the state copy and
+// the checksums. It returns the backup's folder.
+func checkUpgradeBackup(t *testing.T, ctx context.Context, c *slurmharness.Cluster, r rendered, acctHost string) string {
+	t.Helper()
+	shared := c.SharedDir()
+	if err := os.MkdirAll(filepath.Join(shared, "backup"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "slurmdbd.conf"), r.slurmdbd, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Exec(ctx, ctlHost, "env", "BACKUP=/shared/backup", "CLUSTER=demo", "FROM=24.11", "TO=26.05",
+		"DBD_CONF=/shared/slurmdbd.conf", "STATE=/var/spool/slurmctld", "/bin/sh", "-c", upgrade.BackupScript)
+	if err != nil {
+		t.Fatalf("the backup script: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`backup written to (/shared/backup/demo/\d{8}T\d{6}Z-slurm-24\.11-to-26\.05) `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the backup script did not say where it wrote:\n%s", out)
+	}
+	dir := m[1]
+	if out, err := c.Exec(ctx, ctlHost, "sh", "-c", `cd "$1" && sha256sum -c --quiet SHA256SUMS && stat -c '%U %n' statesave/job_state statesave/node_state`, "sh", dir); err != nil ||
+		out != "slurm statesave/job_state\nslurm statesave/node_state\n" {
+		t.Fatalf("the backup's checksums or state copy (%v):\n%s", err, out)
+	}
+	sql := func(q string) string {
+		t.Helper()
+		out, err := c.Exec(ctx, acctHost, "mariadb", "--no-defaults", "--socket=/run/mysqld/mysqld.sock", "-u", "root", "-N", "-B", "-e", q)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", q, err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	sql("CREATE DATABASE restore_check")
+	if out, err := c.Exec(ctx, acctHost, "sh", "-c", `mariadb --no-defaults --socket=/run/mysqld/mysqld.sock -u root restore_check < "$1"/accounting.sql`, "sh", dir); err != nil {
+		t.Fatalf("loading the dump: %v\n%s", err, out)
+	}
+	live, restored := sql("SELECT COUNT(*) FROM slurm_acct_db.demo_job_table"), sql("SELECT COUNT(*) FROM restore_check.demo_job_table")
+	if live == "0" || live != restored {
+		t.Fatalf("the dump holds %s job rows, the database %s", restored, live)
+	}
+	sql("DROP DATABASE restore_check")
+	return dir
 }

@@ -6,7 +6,9 @@
 --                waits for its next stage; pods are starting.
 --   Degraded:    the spec cannot be rendered, is refused by policy or asks for Slurm releases
 --                that cannot follow what runs, the munge key is gone,
---                the populate Job failed, the API server refuses objects, or a reconcile fails.
+--                the populate Job failed, the backup before an upgrade failed, the API server
+--                refuses objects, or a reconcile fails.
+--   Suspended:   an upgrade waits for spec.upgrades.backup (a volume, or skip).
 local hs = {}
 
 local function condition(t)
@@ -49,6 +51,17 @@ for _, t in ipairs({"Available", "Degraded", "JailPopulated"}) do
   local c = condition(t)
   if c ~= nil and failed[c.reason] and (c.status == "False" or t == "Degraded") then
     return say("Degraded", c, t .. " " .. c.reason)
+  end
+end
+
+-- An upgrade held before it starts: its backup failed (Degraded), or the spec must say where the
+-- backup goes or that there is none (Suspended: it waits for the admin, not for time).
+local upgrading = condition("SlurmUpgrading")
+if upgrading ~= nil and upgrading.status == "True" then
+  if upgrading.reason == "BackupFailed" then
+    return say("Degraded", upgrading, "SlurmUpgrading BackupFailed")
+  elseif upgrading.reason == "BackupNotConfigured" then
+    return say("Suspended", upgrading, "SlurmUpgrading BackupNotConfigured")
   end
 end
 
