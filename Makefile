@@ -113,8 +113,9 @@ bench: test-assets slurm-rootfs ## Run the benchmarks (render time and size, API
 	$(MAKE) bench-node
 
 .PHONY: bench-exporter
-bench-exporter: slurm-rootfs ## Scrape the exporter of a real slurmctld with 1,000 nodes and 10,000 jobs (EXPORTER_BENCH_NODES, EXPORTER_BENCH_JOBS).
-	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" go test -run '^$$' -bench ExporterScrapeAtScale -benchtime 10x -timeout 30m -v ./test/slurm/
+bench-exporter: slurm-rootfs ## Scrape the exporter of a real slurmctld with 1,000 nodes and 10,000 jobs, and 26.05's own metrics endpoints (EXPORTER_BENCH_NODES, EXPORTER_BENCH_JOBS).
+	SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" \
+	  go test -run '^$$' -bench 'ExporterScrapeAtScale|SlurmctldMetricsAtScale' -benchtime 10x -timeout 40m -v ./test/slurm/
 
 .PHONY: bench-node
 bench-node: node-assets ## Scale up and down on the real node, then on four nodes, several times (needs root; NODE_BENCH_RUNS=5).

@@ -17,6 +17,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/exporter"
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/metricstest"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
@@ -32,13 +33,34 @@ func BenchmarkExporterScrapeAtScale(b *testing.B) {
 	if os.Getenv("SLURM_ROOTFS") == "" {
 		b.Skip("SLURM_ROOTFS is not set (make bench-exporter)")
 	}
+	s := startScaleCluster(b, os.Getenv("SLURM_ROOTFS"))
+	benchExporterScrape(b, s)
+}
+
+// scaleCluster is a real slurmctld with many nodes and held jobs, for the scrape benchmarks.
+type scaleCluster struct {
+	ctx         context.Context
+	c           *slurmharness.Cluster
+	cl          *slurm.Client
+	nodes, jobs int
+}
+
+// startScaleCluster starts slurmctld (and slurmrestd, as the controller pod runs it) from root,
+// with EXPORTER_BENCH_NODES nodes (1,000) and EXPORTER_BENCH_JOBS jobs (10,000, held, so they
+// stay pending). One worker runs slurmd; the others resolve to the controller host, where no
+// slurmd answers (they go down, as nodes of a cluster being created do). extra are slurm.conf
+// lines added to the spec.
+func startScaleCluster(b *testing.B, root string, extra ...slurmv1alpha1.ConfigLine) *scaleCluster {
+	b.Helper()
 	nodes, jobs := envInt("EXPORTER_BENCH_NODES", 1000), envInt("EXPORTER_BENCH_JOBS", 10000)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
+	b.Cleanup(cancel)
 	sc := spec(b, int32(nodes))
 	sc.Spec.SlurmConfig.ExtraSlurmConf = append(sc.Spec.SlurmConfig.ExtraSlurmConf, slurmv1alpha1.ConfigLine(fmt.Sprintf("MaxJobCount=%d", 2*jobs+1000)))
+	sc.Spec.SlurmConfig.ExtraSlurmConf = append(sc.Spec.SlurmConfig.ExtraSlurmConf, extra...)
 	r := render(b, sc)
 	c := startClusterWith(b, ctx, r, 1, func(cfg *slurmharness.Config) {
+		cfg.RootFS = root
 		for i := 1; i < nodes; i++ {
 			cfg.Controller.Aliases = append(cfg.Controller.Aliases, fmt.Sprintf("demo-worker-%d", i))
 		}
@@ -51,8 +73,14 @@ func BenchmarkExporterScrapeAtScale(b *testing.B) {
 	if out, err := c.Exec(ctx, loginHost, "sh", "-c", fmt.Sprintf("seq %d | xargs -P 4 -I{} sbatch -H -Q -o /dev/null -J bench-{} --wrap true", jobs)); err != nil {
 		b.Fatalf("submit %d jobs: %v\n%s", jobs, err, out)
 	}
-	b.Logf("submitted %d held jobs in %s", jobs, time.Since(t0).Round(time.Second))
+	b.Logf("%s: submitted %d held jobs in %s", scontrolVersion(b, ctx, c, ctlHost), jobs, time.Since(t0).Round(time.Second))
+	return &scaleCluster{ctx: ctx, c: c, cl: cl, nodes: nodes, jobs: jobs}
+}
 
+// benchExporterScrape scrapes the exporter over HTTP and reports the time of one scrape, the
+// slurmctld RPCs one scrape makes (from slurmctld's own statistics) and the series it serves.
+func benchExporterScrape(b *testing.B, s *scaleCluster) {
+	ctx, c, cl, nodes, jobs := s.ctx, s.c, s.cl, s.nodes, s.jobs
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(exporter.New(cl, exporter.Options{Cluster: "demo", Accounting: true, PerUser: true, Timeout: time.Minute, MaxAge: time.Minute}))
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -69,10 +97,7 @@ func BenchmarkExporterScrapeAtScale(b *testing.B) {
 		b.Fatalf("the exporter sees %v pending jobs, want %d", got, jobs)
 	}
 
-	before, err := cl.Diag(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := startDiag(b, ctx, cl)
 	b.ResetTimer()
 	scrapes := 0
 	for b.Loop() {
@@ -82,19 +107,47 @@ func BenchmarkExporterScrapeAtScale(b *testing.B) {
 		scrapes++
 	}
 	b.StopTimer()
-	after, err := cl.Diag(ctx)
+	parts := d.report(b, scrapes)
+	if peak := peakRSS(c.PID(ctlHost, "slurmrestd")); peak > 0 {
+		b.ReportMetric(peak, "slurmrestd-peak-MiB")
+	}
+	b.ReportMetric(float64(len(m)), "series")
+	b.ReportMetric(m["slurm_exporter_request_duration_seconds{resource=jobs}"]*1000, "jobs-request-ms")
+	b.ReportMetric(m["slurm_exporter_request_duration_seconds{resource=nodes}"]*1000, "nodes-request-ms")
+	b.Logf("%d nodes, %d jobs: %d scrapes; slurmctld RPCs per scrape: %s", nodes, jobs, scrapes, parts)
+}
+
+// diagDelta measures slurmctld's RPCs (count and time serving them) between two diag reads.
+type diagDelta struct {
+	ctx    context.Context
+	cl     *slurm.Client
+	before slurm.Diag
+}
+
+func startDiag(b *testing.B, ctx context.Context, cl *slurm.Client) *diagDelta {
+	b.Helper()
+	d, err := cl.Diag(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The RPCs between the two diag reads, less the second read's own, and slurmctld's time
-	// serving them.
+	return &diagDelta{ctx: ctx, cl: cl, before: d}
+}
+
+// report reports rpcs/scrape and slurmctld-ms/scrape since startDiag, less the second diag
+// read's own RPC, and returns the RPCs per scrape by type.
+func (d *diagDelta) report(b *testing.B, scrapes int) string {
+	b.Helper()
+	after, err := d.cl.Diag(d.ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	byType := map[string]int64{}
 	var micros int64
 	for _, r := range after.RPCsByMessageType {
 		byType[r.MessageType] += r.Count
 		micros += r.TotalTime
 	}
-	for _, r := range before.RPCsByMessageType {
+	for _, r := range d.before.RPCsByMessageType {
 		byType[r.MessageType] -= r.Count
 		micros -= r.TotalTime
 	}
@@ -110,13 +163,7 @@ func BenchmarkExporterScrapeAtScale(b *testing.B) {
 	sort.Strings(parts)
 	b.ReportMetric(float64(total)/float64(scrapes), "rpcs/scrape")
 	b.ReportMetric(float64(micros)/float64(scrapes)/1000, "slurmctld-ms/scrape")
-	if peak := peakRSS(c.PID(ctlHost, "slurmrestd")); peak > 0 {
-		b.ReportMetric(peak, "slurmrestd-peak-MiB")
-	}
-	b.ReportMetric(float64(len(m)), "series")
-	b.ReportMetric(m["slurm_exporter_request_duration_seconds{resource=jobs}"]*1000, "jobs-request-ms")
-	b.ReportMetric(m["slurm_exporter_request_duration_seconds{resource=nodes}"]*1000, "nodes-request-ms")
-	b.Logf("%d nodes, %d jobs: %d scrapes; slurmctld RPCs per scrape: %s", nodes, jobs, scrapes, strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 // peakRSS is the peak resident memory of a process, in MiB (0 when it cannot be read).

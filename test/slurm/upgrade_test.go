@@ -211,7 +211,7 @@ func nextRootFS(t *testing.T) string {
 	return next
 }
 
-func scontrolVersion(t *testing.T, ctx context.Context, c *slurmharness.Cluster, host string) string {
+func scontrolVersion(t testing.TB, ctx context.Context, c *slurmharness.Cluster, host string) string {
 	t.Helper()
 	out, err := c.Exec(ctx, host, "scontrol", "--version")
 	if err != nil {

@@ -32,7 +32,9 @@ func StartRestd(ctx context.Context, c *slurmharness.Cluster, host string, sc *s
 			argv = append(argv, e.Name+"="+e.Value)
 		}
 	}
-	argv = append(append(argv, "/usr/sbin/slurmrestd", "-u", "nobody", "-g", "nogroup"), args[:len(args)-1]...)
+	// nobody and nogroup by number: slurmrestd 26.05 does not resolve the name "nobody"
+	// ("fatal: Unable to resolve user: nobody"), 24.11 takes either.
+	argv = append(append(argv, "/usr/sbin/slurmrestd", "-u", "65534", "-g", "65534"), args[:len(args)-1]...)
 	argv = append(argv, "unix:/shared/restd/slurmrestd.sock")
 	if err := c.StartDaemon(host, "slurmrestd", argv...); err != nil {
 		return nil, err
