@@ -227,6 +227,19 @@ func TestActiveChecksDrainTheFailingWorkerAloneAndResumeItWhenItPasses(t *testin
 		"for d in $(ip -o -4 addr show | awk '$2 != \"lo\" {print $2}'); do tc qdisc add dev $d root tbf rate 100mbit burst 64kb latency 400ms || exit 1; done"); err != nil {
 		t.Fatal(err)
 	}
+	// All three idle first: a round takes the workers that are idle when it starts, and a round
+	// of two (a marker check's job still on one) cannot tell which of them is slow.
+	if err := c.WaitFor(ctx, "every worker idle before the bandwidth round", func() (bool, error) {
+		for _, w := range []string{"worker-0", "worker-1", "worker-2"} {
+			if n := run.node(w); !n.Has("IDLE") || n.Has("DRAIN") {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		out, _ := c.Exec(ctx, loginHost, "sinfo", "-N", "-o", "%N %T %E")
+		t.Fatalf("%v\n%s", err, out)
+	}
 	sc.Spec.ActiveChecks = []slurmv1alpha1.ActiveCheck{{Name: "mpi", Program: slurmv1alpha1.ActiveCheckMPIAllReduce, TimeoutSeconds: 120}}
 	run.checks, run.offset = activecheck.FromSpec(sc, 0), 0
 	run.until("worker-2 drained as the slow one", func() bool {
