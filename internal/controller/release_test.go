@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -131,6 +132,17 @@ var _ = Describe("the images' Slurm release", func() {
 		eventuallyCondition(ctx, ns, "acc", slurmv1alpha1.ConditionSlurmUpgrading, slurmv1alpha1.ReasonBackupFailed,
 			"the backup Job "+jobName+" failed (see its pod's log); delete the Job to try again")
 		Consistently(all).WithTimeout(2 * time.Second).Should(Equal(before))
+		Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			notes := map[string]string{}
+			for _, e := range list.Items {
+				notes[e.Reason] = e.Type + " " + e.Note
+			}
+			g.Expect(notes).To(HaveKeyWithValue("UpgradeBackup", "Normal backing up before Slurm 24.11 → 25.05: Job "+jobName+
+				" writes to volume source \"backups\", folder fpt-hpc/"))
+			g.Expect(notes).To(HaveKeyWithValue("UpgradeBackupFailed", HavePrefix("Warning Slurm 24.11 → 25.05 waits: the backup Job "+jobName+" failed")))
+		}).WithTimeout(timeout).Should(Succeed())
 		Expect(k8sClient.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		Eventually(func() bool {
 			j := &batchv1.Job{}

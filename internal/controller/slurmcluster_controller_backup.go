@@ -64,8 +64,11 @@ func (r *SlurmClusterReconciler) backupHold(ctx context.Context, s *reconcileSco
 	case found && jobSucceeded(&job):
 		return "", "", nil
 	case found && jobFinished(&job):
-		return fmt.Sprintf("the backup Job %s failed (see its pod's log); delete the Job to try again, or set "+
-			"spec.upgrades.backup.skip: true", name), slurmv1alpha1.ReasonBackupFailed, nil
+		why := fmt.Sprintf("the backup Job %s failed (see its pod's log); delete the Job to try again, or set "+
+			"spec.upgrades.backup.skip: true", name)
+		r.event(s.cluster, corev1.EventTypeWarning, "UpgradeBackupFailed", slurmv1alpha1.ConditionSlurmUpgrading,
+			fmt.Sprintf("Slurm %s → %s waits: %s", from, to, why))
+		return why, slurmv1alpha1.ReasonBackupFailed, nil
 	case found:
 		return fmt.Sprintf("the backup Job %s writes the accounting database and the controller's state to %s", name, where),
 			slurmv1alpha1.ReasonWaitingForBackup, nil
