@@ -80,6 +80,13 @@ func invalidCases() []invalidCase {
 		{"a negative worker size", setTo("spec.slurmNodes.worker.size", -1), "spec.slurmNodes.worker.size", "greater than or equal to 0"},
 		{"an upgrade backup to a volume that is not a volume source", setTo("spec.upgrades.backup", map[string]any{"volumeSourceName": "nope"}),
 			"spec.upgrades.backup.volumeSourceName", "must name an entry of spec.volumeSources"},
+		{"an upgrade backup to an emptyDir", func(m map[string]any) {
+			setTo("spec.volumeSources", []any{
+				map[string]any{"name": "jail", "persistentVolumeClaim": map[string]any{"claimName": "jail-pvc"}},
+				map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": "data-pvc"}},
+				map[string]any{"name": "scratch", "emptyDir": map[string]any{}}})(m)
+			setTo("spec.upgrades.backup", map[string]any{"volumeSourceName": "scratch"})(m)
+		}, "spec.upgrades.backup.volumeSourceName", "names an emptyDir volume source"},
 		{"an upgrade backup that names a volume and skips", setTo("spec.upgrades.backup", map[string]any{"volumeSourceName": "data", "skip": true}),
 			"spec.upgrades.backup", "set either volumeSourceName"},
 		{"an upgrade backup that says nothing", setTo("spec.upgrades.backup", map[string]any{"skip": false}),

@@ -19,7 +19,8 @@ type UpgradeBackup struct {
 	// VolumeSourceName names an entry of spec.volumeSources the backup Job writes to, under
 	// <clusterName>/<time>-slurm-<from>-to-<to>/: accounting.sql (mariadb-dump of the
 	// accounting database), statesave/ (a copy of StateSaveLocation, owners kept) and
-	// SHA256SUMS. The Job writes as root: an NFS export must not squash root for it.
+	// SHA256SUMS. The Job writes as root: an NFS export must not squash root for it. An
+	// emptyDir source is refused (the backup would go with the Job's pod).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +optional

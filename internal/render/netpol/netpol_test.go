@@ -109,6 +109,7 @@ func TestWhoMayReachWhat(t *testing.T) {
 	ctl, wrk, lgn, acc, exp := of(slurmv1alpha1.ComponentController), of(slurmv1alpha1.ComponentWorker),
 		of(slurmv1alpha1.ComponentLogin), of(slurmv1alpha1.ComponentAccounting), of(slurmv1alpha1.ComponentExporter)
 	mdb := pod{ns, map[string]string{base.LabelName: "mariadb", base.LabelInstance: sc.MariaDBName()}}
+	backup := of(slurmv1alpha1.ComponentUpgradeBackup)
 	operator := pod{"slurm-system", map[string]string{"app.kubernetes.io/name": "slurm-operator"}}
 	prometheus := pod{"monitoring", map[string]string{"app": "prometheus"}}
 	mariadbOperator := pod{"mariadb-system", map[string]string{"app": "mariadb-operator"}}
@@ -154,6 +155,7 @@ func TestWhoMayReachWhat(t *testing.T) {
 		{stranger, acc, slurmfacts.SlurmdbdPort, false, "another namespace's pod reaches slurmdbd"},
 		{acc, mdb, slurmfacts.MariaDBPort, true, "slurmdbd reaches MariaDB"},
 		{mariadbOperator, mdb, slurmfacts.MariaDBPort, true, "mariadb-operator reaches MariaDB"},
+		{backup, mdb, slurmfacts.MariaDBPort, true, "the backup Job before an upgrade dumps MariaDB"},
 		{lgn, mdb, slurmfacts.MariaDBPort, false, "a user's shell reaches MariaDB"},
 		{wrk, mdb, slurmfacts.MariaDBPort, false, "a job reaches MariaDB"},
 		{otherLogin, mdb, slurmfacts.MariaDBPort, false, "another cluster's login node reaches MariaDB"},

@@ -58,6 +58,9 @@ func BackupJob(sc *slurmv1alpha1.SlurmCluster, p BackupParams) (*batchv1.Job, er
 	if err != nil {
 		return nil, fmt.Errorf("spec.upgrades.backup: %w", err)
 	}
+	if bak.EmptyDir != nil {
+		return nil, fmt.Errorf("spec.upgrades.backup: volume source %q is an emptyDir, gone with the Job's pod", b.VolumeSourceName)
+	}
 	env := []corev1.EnvVar{
 		{Name: "BACKUP", Value: BackupDir},
 		{Name: "CLUSTER", Value: sc.Spec.ClusterName},

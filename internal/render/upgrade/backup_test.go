@@ -92,6 +92,11 @@ func TestTheBackupJobRefusesWhatItCannotDo(t *testing.T) {
 	if _, err := BackupJob(sc, BackupParams{Image: "x", ControllerNode: "n"}); err == nil || !strings.Contains(err.Error(), `"nope" is not in spec.volumeSources`) {
 		t.Errorf("an unknown backup volume: %v", err)
 	}
+	sc.Spec.VolumeSources = append(sc.Spec.VolumeSources, slurmv1alpha1.VolumeSource{Name: "scratch", EmptyDir: &slurmv1alpha1.EmptyDirSource{}})
+	sc.Spec.Upgrades.Backup = &slurmv1alpha1.UpgradeBackup{VolumeSourceName: "scratch"}
+	if _, err := BackupJob(sc, BackupParams{Image: "x", ControllerNode: "n"}); err == nil || !strings.Contains(err.Error(), "is an emptyDir") {
+		t.Errorf("a backup to an emptyDir: %v", err)
+	}
 	sc.Spec.Upgrades.Backup = &slurmv1alpha1.UpgradeBackup{Skip: true}
 	if _, err := BackupJob(sc, BackupParams{Image: "x", ControllerNode: "n"}); err == nil {
 		t.Error("a Job made though the spec skips the backup")
