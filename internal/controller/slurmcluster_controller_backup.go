@@ -37,9 +37,10 @@ func (r *SlurmClusterReconciler) backupHold(ctx context.Context, s *reconcileSco
 		target = append(target, fmt.Sprintf("%s=%s", im.component, want))
 		if changes(im) {
 			needed = true
-		}
-		if im.component == slurmv1alpha1.ComponentController {
-			from, to = live[im.field].release.String(), want.String()
+			// The releases the backup's folder and events name: the first daemon that moves.
+			if from == "" {
+				from, to = live[im.field].release.String(), want.String()
+			}
 		}
 	}
 	if !needed || c.UpgradeBackupSkipped() {
