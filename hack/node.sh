@@ -376,7 +376,10 @@ netpol_up() {
 }
 
 # fake_gpus gives the current node GPUS stand-in GPUs: device files, the GPU Operator's
-# labels, and nvidia.com/gpu in its capacity.
+# labels, and nvidia.com/gpu in its capacity. On the one-node cluster a real device plugin
+# serves them (test/node/gpuplugin: the kubelet picks each pod's GPUs and the plugin says which
+# in NVIDIA_VISIBLE_DEVICES, as the NVIDIA plugin does). Worker nodes share this machine's
+# /dev and the kubelet's one device plugin folder, so there the capacity is only written.
 fake_gpus() {
 	local i
 	for i in $(seq 0 $((GPUS - 1))); do
@@ -385,6 +388,12 @@ fake_gpus() {
 	[ -e /dev/nvidiactl ] || mknod -m 666 /dev/nvidiactl c 195 255
 	kc label node "$NN" --overwrite nvidia.com/gpu.present=true nvidia.com/gpu.count="$GPUS" \
 		nvidia.com/gpu.product=Stand-In-GPU nvidia.com/gpu.memory=1024 >/dev/null
+	if [ "$WORKERS" = 0 ]; then
+		(cd "$HERE/.." && go build -o "$R/gpuplugin" ./test/node/gpuplugin)
+		start gpuplugin "$R/gpuplugin" --count "$GPUS"
+		wait_for gpuplugin 120 sh -c "'$K8S/kubectl' --kubeconfig '$R/admin.kubeconfig' get node '$NN' -o jsonpath='{.status.allocatable.nvidia\\.com/gpu}' | grep -qx '$GPUS'"
+		return
+	fi
 	kc patch node "$NN" --subresource=status --type=json \
 		-p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$GPUS\"}]" >/dev/null
 }
@@ -477,7 +486,7 @@ down() {
 	workers_down
 	node_vars 0
 	local n C=$NC
-	for n in kubelet kube-proxy kube-router coredns kube-scheduler kube-controller-manager; do stop "$n"; done
+	for n in gpuplugin kubelet kube-proxy kube-router coredns kube-scheduler kube-controller-manager; do stop "$n"; done
 	if [ -d "$C/runc/k8s.io" ]; then
 		for n in $("$BIN/runc" --root "$C/runc/k8s.io" list -q 2>/dev/null); do "$BIN/runc" --root "$C/runc/k8s.io" delete -f "$n" >/dev/null 2>&1 || true; done
 	fi

@@ -1,7 +1,8 @@
 // slurm-jail-exec is the entrypoint of the login and worker images: it binds into the jail what
 // belongs to this pod and runs its command chrooted in the jail.
 //
-//	slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... [--slurm-bundle DIR] [--pivot] -- COMMAND [ARG]...
+//	slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... [--slurm-bundle DIR] [--pivot]
+//	    [--gpus N [--gres-conf FILE] [--gpu-type TYPE] [--gpu-topology SOCKETS:CORES]] -- COMMAND [ARG]...
 //	slurm-jail-exec [--jail DIR] --wait-populated
 //
 // The first form sets the jail up once per container (later calls from probes, hooks and
@@ -43,6 +44,7 @@ func main() {
 	fs.StringVar(&cfg.SlurmBundle, "slurm-bundle", slurmbundle.DefaultDir, "the image's Slurm, shown in the jail over the jail's own (nothing is shown where it is missing)")
 	fs.BoolVar(&wait, "wait-populated", false, "wait until the jail is populated, then exit")
 	fs.BoolVar(&pivot, "pivot", false, "run the command in a mount namespace of its own whose root is the jail (pivot_root), so its children may make user namespaces (rootless Podman); this process stays, as their init")
+	jailexec.GPUFlags(fs, &cfg)
 	fs.BoolVar(&pivotChild, "pivot-child", false, "(internal) the child --pivot starts, in its new mount namespace")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: slurm-jail-exec [--jail DIR] [--bind SRC:DST[:ro]]... -- COMMAND [ARG]...")
@@ -53,6 +55,7 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.Binds = extra
+	cfg.VisibleDevices = os.Getenv(jailexec.VisibleDevicesEnv)
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "slurm-jail-exec: "+format+"\n", args...)
 	}

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,11 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 	gresConf := func(ctx SpecContext, name string) string {
 		return get(ctx, &corev1.ConfigMap{}, ns, name+"-slurm-config").Data["gres.conf"]
 	}
+	// The worker entrypoint's command: its flags say the pod's GPU count and type, for the
+	// gres.conf lines it writes for the GPUs the device plugin gave the pod.
+	workerCommand := func(ctx SpecContext, name string) string {
+		return strings.Join(get(ctx, &appsv1.StatefulSet{}, ns, name+"-worker").Spec.Template.Spec.Containers[0].Command, " ")
+	}
 
 	It("renders gres, GPU requests and the status shape from the labels, and follows a relabel", func(ctx SpecContext) {
 		gpuNode(ctx, "h100-a", "NVIDIA-H100-80GB-HBM3", 8)
@@ -75,7 +81,8 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 
 		Eventually(func() string { return slurmConf(ctx, ns, "gpus") }).WithTimeout(timeout).Should(ContainSubstring("Gres=gpu:h100:8"))
 		Expect(slurmConf(ctx, ns, "gpus")).To(ContainSubstring("GresTypes=gpu"))
-		Expect(gresConf(ctx, "gpus")).To(ContainSubstring("NodeName=worker-[0-1] Name=gpu Type=h100 File=/dev/nvidia[0-7]"))
+		Expect(gresConf(ctx, "gpus")).To(ContainSubstring("\nInclude /run/slurm-operator/gres.conf\n"))
+		Expect(workerCommand(ctx, "gpus")).To(ContainSubstring(" --gpus 8 --gres-conf /run/slurm-operator/gres.conf --gpu-type h100 -- "))
 		w := get(ctx, &appsv1.StatefulSet{}, ns, "gpus-worker")
 		Expect(w.Spec.Template.Spec.Containers[0].Resources.Limits).To(HaveKeyWithValue(corev1.ResourceName("nvidia.com/gpu"), resource.MustParse("8")))
 		Eventually(func(g Gomega) {
@@ -91,7 +98,7 @@ var _ = Describe("GPU shape from the GPU Operator's node labels", func() {
 			relabel(ctx, n, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200", "nvidia.com/gpu.count": "4"})
 		}
 		Eventually(func() string { return slurmConf(ctx, ns, "gpus") }).WithTimeout(timeout).Should(ContainSubstring("Gres=gpu:h200:4"))
-		Expect(gresConf(ctx, "gpus")).To(ContainSubstring("Type=h200 File=/dev/nvidia[0-3]"))
+		Eventually(func() string { return workerCommand(ctx, "gpus") }).WithTimeout(timeout).Should(ContainSubstring(" --gpus 4 --gres-conf /run/slurm-operator/gres.conf --gpu-type h200 -- "))
 
 		By("relabelling one node differently: the majority is kept and the odd node is named")
 		gpuNode(ctx, "h200-c", "NVIDIA-H200", 4)

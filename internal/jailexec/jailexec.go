@@ -61,6 +61,16 @@ type Config struct {
 	// SlurmBundle is the image's Slurm (internal/slurmbundle), shown in the jail over the jail's
 	// own. Empty, or a directory without a manifest: the jail's own Slurm, if any, runs.
 	SlurmBundle string
+	// GPUs is the number of whole GPUs the pod asked for; with more than zero, the entrypoint
+	// finds which the device plugin gave it (VisibleDevices, else DeviceListDir) and shows the
+	// jail only those (FindPodGPUs). Zero: /dev is the container's, whole.
+	GPUs int
+	// VisibleDevices is NVIDIA_VISIBLE_DEVICES as the device plugin set it.
+	VisibleDevices string
+	// GresConf, when set with GPUs, is where the node's gres.conf lines for those GPUs are
+	// written (slurmfacts.NodeGresConf in a pod); Gres says their type and cores.
+	GresConf string
+	Gres     GresSpec
 }
 
 // RunDriverDir is where the driver files appear inside the jail (through its /run).

@@ -114,6 +114,12 @@ func setup(cfg Config, logf func(string, ...any)) error {
 		if err := bind(cfg.Jail, b); err != nil {
 			return err
 		}
+		// The pod's GPUs, before anything is bound under /dev.
+		if b.Target == "/dev" && cfg.GPUs > 0 {
+			if err := setupGPUs(cfg, logf); err != nil {
+				return err
+			}
+		}
 	}
 	if err := setupSlurm(cfg, logf); err != nil {
 		return err

@@ -178,3 +178,71 @@ func TestARefusedWriteAsRootIsExplainedAsASquashedRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestTheJailShowsThePodsGPUsOnly: on a node with three GPUs, a pod the device plugin gave the
+// second (NVIDIA_VISIBLE_DEVICES=1, as the plugin with deviceIDStrategy=index sets it) shows
+// the jail /dev/nvidia1 alone, with its own device numbers, and the rest of /dev as it was (the
+// driver's control file, null, the pod's /dev/shm, links, bound files); it writes the node's
+// gres.conf line for that GPU; the "container's" /dev keeps every GPU. A pod asking for two
+// where the plugin named one does not start.
+func TestTheJailShowsThePodsGPUsOnly(t *testing.T) {
+	rootfs := os.Getenv("SLURM_ROOTFS")
+	if os.Geteuid() != 0 || rootfs == "" {
+		t.Skip("needs root and SLURM_ROOTFS (make test sets it)")
+	}
+	dir, bin, jail, mountJail := overlayJail(t, rootfs)
+	node := filepath.Join(dir, "container")
+	dev := filepath.Join(node, "dev")
+	must(t, os.MkdirAll(filepath.Join(dev, "shm"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dev, "shm", "marker"), []byte("the pod's shm"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dev, "termination-log"), nil, 0o666))
+	must(t, os.Symlink("/proc/self/fd", filepath.Join(dev, "fd")))
+	for name, rdev := range map[string][2]uint32{"null": {1, 3}, "nvidia0": {195, 0}, "nvidia1": {195, 1}, "nvidia2": {195, 2}, "nvidiactl": {195, 255}} {
+		must(t, unix.Mknod(filepath.Join(dev, name), unix.S_IFCHR|0o666, int(unix.Mkdev(rdev[0], rdev[1]))))
+		must(t, os.Chmod(filepath.Join(dev, name), 0o666)) // past the umask
+	}
+	script := mountJail + `
+mount -t tmpfs tmpfs /run
+x=` + bin + `
+NVIDIA_VISIBLE_DEVICES=1 $x --jail ` + jail + ` --driver-from ` + node + ` --gpus 1 --gres-conf /run/slurm-operator/gres.conf --gpu-type h100 -- /bin/sh -c '
+  echo "gpus: $(ls /dev | grep "^nvidia" | tr "\n" " ")"
+  echo "numbers: $(stat -c "%n %t:%T %a" /dev/nvidia1 /dev/nvidiactl /dev/null | tr "\n" " ")"
+  echo "shm: $(cat /dev/shm/marker)"
+  echo "fd: $(readlink /dev/fd)"
+  test -f /dev/termination-log && echo "file: bound"
+  echo "gres: $(grep -v "^#" /run/slurm-operator/gres.conf)"
+'
+echo "again: $($x --jail ` + jail + ` -- /bin/sh -c 'ls /dev | grep "^nvidia" | tr "\n" " "')"
+echo "container: $(ls ` + dev + ` | grep "^nvidia" | tr "\n" " ")"
+`
+	out, err := exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "/bin/sh", "-c", script).CombinedOutput()
+	got := string(out)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, got)
+	}
+	for _, want := range []string{
+		"gpus: nvidia1 nvidiactl \n",
+		"numbers: /dev/nvidia1 c3:1 666 /dev/nvidiactl c3:ff 666 /dev/null 1:3 666 \n",
+		"shm: the pod's shm\n",
+		"fd: /proc/self/fd\n",
+		"file: bound\n",
+		"gres: Name=gpu Type=h100 File=/dev/nvidia1\n",
+		// Probes and `kubectl exec` enter the same namespace and see the same /dev.
+		"again: nvidia1 nvidiactl \n",
+		"container: nvidia0 nvidia1 nvidia2 nvidiactl \n",
+		"GPUs of this pod: /dev/nvidia1, from NVIDIA_VISIBLE_DEVICES=1",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in:\n%s", want, got)
+		}
+	}
+
+	refused := mountJail + `
+mount -t tmpfs tmpfs /run
+NVIDIA_VISIBLE_DEVICES=1 ` + bin + ` --jail ` + jail + ` --driver-from ` + node + ` --gpus 2 -- /bin/true
+`
+	out, err = exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "/bin/sh", "-c", refused).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "NVIDIA_VISIBLE_DEVICES=1 names 1 GPUs (/dev/nvidia1), this pod asked for 2") {
+		t.Fatalf("a pod given fewer GPUs than it asked for started: %v\n%s", err, out)
+	}
+}

@@ -64,6 +64,12 @@ const (
 	// JailEntrypoint is the program of the login and worker images that runs a command
 	// chrooted in the jail.
 	JailEntrypoint = "/usr/local/bin/slurm-jail-exec"
+	// NodeGresConf is where a worker's entrypoint writes the gres.conf lines of the GPUs the
+	// device plugin gave its pod (in the container's /run, which the jail shows); the generated
+	// gres.conf includes it.
+	NodeGresConf = RunDir + "/gres.conf"
+	// RunDir holds what a pod's entrypoint writes for Slurm (in the container's /run).
+	RunDir = "/run/slurm-operator"
 	// JailMarkerFile is the file, at the jail's root, that the populate Job writes when the jail
 	// holds a complete copy of the jail image. The jail entrypoint refuses a jail without it,
 	// and the node health check looks for it.

@@ -196,12 +196,9 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		})
 	})
 
-	t.Run("srun --gres=gpu:1 sees its device", func(t *testing.T) {
+	t.Run("each worker has the GPU Kubernetes gave its pod: the two workers' jobs see different devices", func(t *testing.T) {
 		e := e.with(t)
-		out := e.onLogin(`srun -N1 --gres=gpu:1 sh -c 'echo "visible=$CUDA_VISIBLE_DEVICES"; ls /dev/nvidia0'`)
-		if !strings.Contains(out, "visible=0") || !strings.Contains(out, "/dev/nvidia0") {
-			t.Fatalf("a GPU job does not see its device:\n%s", out)
-		}
+		e.checkEachWorkersOwnGPU()
 	})
 
 	// 4.4, and 2.2 ("running the command once synchronizes the packages across all nodes").

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
@@ -36,6 +37,46 @@ func (e *env) checkTwoNodeGPUs() {
 	if strings.TrimSpace(out) != want {
 		t.Fatalf("srun --nodes=2 --gres=gpu:1 nvidia-smi -L:\n%s\nwant:\n%s", out, want)
 	}
+}
+
+// checkEachWorkersOwnGPU: the node has three stand-in GPUs and a device plugin
+// (test/node/gpuplugin); each one-GPU worker's pod was given one of them, named in its
+// NVIDIA_VISIBLE_DEVICES. A job on each worker sees that device file and no other (the same
+// device numbers), slurmd offers that file alone, and the two workers' GPUs differ.
+func (e *env) checkEachWorkersOwnGPU() {
+	t := e.t
+	t.Helper()
+	out := e.onLogin(`srun -N2 --gres=gpu:1 sh -c 'echo "$(hostname) visible=$CUDA_VISIBLE_DEVICES $(stat -c "%n=%t:%T" /dev/nvidia[0-9]*)"' | sort`)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("srun -N2 --gres=gpu:1 printed:\n%s", out)
+	}
+	seen := map[string]string{}
+	for i, l := range lines {
+		pod := fmt.Sprintf("%s-worker-%d", cluster, i)
+		given := strings.TrimSpace(e.kubectlOK("exec", "-n", ns, pod, "-c", "slurmd", "--", "printenv", "NVIDIA_VISIBLE_DEVICES"))
+		want := fmt.Sprintf("%s visible=0 /dev/nvidia%s=c3:%x", pod, given, atoi(t, given))
+		if l != want {
+			t.Errorf("a job on %s (its pod given GPU %s by the device plugin) saw %q, want %q", pod, given, l, want)
+		}
+		if other, ok := seen[given]; ok {
+			t.Errorf("%s and %s were both given GPU %s", other, pod, given)
+		}
+		seen[given] = pod
+		gres := e.kubectlOK("exec", "-n", ns, pod, "-c", "slurmd", "--", "cat", "/run/slurm-operator/gres.conf")
+		if !strings.Contains(gres, "File=/dev/nvidia"+given+"\n") || strings.Count(gres, "File=") != 1 {
+			t.Errorf("%s's gres.conf lines:\n%s", pod, gres)
+		}
+	}
+}
+
+func atoi(t testing.TB, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return n
 }
 
 // checkMinGPT: the document's minGPT-style sbatch trains on two nodes with srun and writes

@@ -36,7 +36,7 @@ func BenchmarkScaleUpToIdle(b *testing.B) {
 		if err := c.UpdateSlurmFiles(three.files); err != nil {
 			b.Fatal(err)
 		}
-		if err := c.AddWorker(ctx, workerHost(2)); err != nil {
+		if err := c.AddWorker(ctx, podWorker(b, three, 2)); err != nil {
 			b.Fatal(err)
 		}
 		if err := c.WaitFor(ctx, "worker-2 idle", func() (bool, error) {

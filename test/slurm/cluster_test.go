@@ -6,6 +6,7 @@ package slurm_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/gpu"
+	"github.com/slurm-k8s/slurm-operator/internal/jailexec"
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
@@ -95,6 +97,43 @@ func workerHost(i int) slurmharness.Host {
 		SlurmdScript: worker.SlurmdScript, SlurmdEnv: []string{"SLURM_CONF_SERVER=" + worker.ConfServer(demo)}}
 }
 
+// podWorker is workerHost as a pod of the rendered cluster given every GPU of its host: with
+// the gres.conf lines the worker entrypoint writes in /run, from the flags the operator renders.
+func podWorker(t testing.TB, r rendered, i int) slurmharness.Host {
+	t.Helper()
+	h := workerHost(i)
+	h.RunFiles = entrypointRunFiles(t, r.in, allMinors(h.GPUs))
+	return h
+}
+
+func allMinors(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// entrypointRunFiles are the files the worker entrypoint writes in /run for a pod the device
+// plugin gave these GPUs of its host (the host's own being 0..len-1 of GPUs, or more).
+func entrypointRunFiles(t testing.TB, in base.Input, minors []int, node ...int) map[string][]byte {
+	t.Helper()
+	var cfg jailexec.Config
+	fs := flag.NewFlagSet("slurm-jail-exec", flag.ContinueOnError)
+	jailexec.GPUFlags(fs, &cfg)
+	if err := fs.Parse(slurmconf.WorkerGPUFlags(in)); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GresConf == "" {
+		return nil
+	}
+	if node == nil {
+		node = minors
+	}
+	p := jailexec.PodGPUs{Minors: minors, Node: node, From: "the harness"}
+	return map[string][]byte{cfg.GresConf: []byte(jailexec.GresConf(p, cfg.Gres))}
+}
+
 const (
 	ctlHost   = "demo-controller-0"
 	loginHost = "demo-login-0"
@@ -115,7 +154,7 @@ func startClusterWith(t testing.TB, ctx context.Context, r rendered, workers int
 	}
 	var hosts []slurmharness.Host
 	for i := 0; i < workers; i++ {
-		hosts = append(hosts, workerHost(i))
+		hosts = append(hosts, podWorker(t, r, i))
 	}
 	cfg := slurmharness.Config{
 		RootFS:       root,
@@ -129,6 +168,13 @@ func startClusterWith(t testing.TB, ctx context.Context, r rendered, workers int
 		SlurmdbdConf: r.slurmdbd,
 	}
 	edit(&cfg)
+	// The controller's script makes an empty file where gres.conf includes each worker's own
+	// (slurmctld.EmptyNodeGresConf): slurmctld reads gres.conf's includes too.
+	empty := map[string][]byte{slurmfacts.NodeGresConf: nil}
+	cfg.Controller.RunFiles = empty
+	if cfg.BackupController != nil {
+		cfg.BackupController.RunFiles = empty
+	}
 	c, err := slurmharness.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start the cluster from the rendered config: %v", err)
@@ -348,7 +394,12 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		// No explicit reconfigure: the sidecar notices the new files, and waits for the new
 		// worker's name to resolve before it reconfigures (slurmctld drops a node whose
 		// address does not). The new worker's script starts slurmd once slurmctld lists it.
-		if err := c.AddWorker(ctx, workerHost(3)); err != nil {
+		// worker-3's host has three GPUs, and its pod was given the second and third (as the
+		// device plugin gives a pod part of a node): slurmd must offer those two alone.
+		w3 := workerHost(3)
+		w3.GPUs = 3
+		w3.RunFiles = entrypointRunFiles(t, up.in, []int{1, 2}, 0, 1, 2)
+		if err := c.AddWorker(ctx, w3); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.WaitFor(ctx, "worker-3 idle", func() (bool, error) {
@@ -370,6 +421,13 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		out := login(t, ctx, c, "srun", "-w", "worker-3", "--gres=gpu:2", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES")
 		if strings.TrimSpace(out) != "0,1" {
 			t.Fatalf("on worker-3: CUDA_VISIBLE_DEVICES = %q", out)
+		}
+		// A one-GPU job gets the pod's first GPU, /dev/nvidia1: the device cgroup lets it open
+		// that one (the stand-in has no driver: "No such device"), not the pod's other.
+		out, _ = c.Exec(ctx, loginHost, "srun", "-w", "worker-3", "--gres=gpu:1", "sh", "-c",
+			"for d in 1 2; do echo nvidia$d: $(head -c1 /dev/nvidia$d 2>&1 | sed 's/.*: //'); done")
+		if !strings.Contains(out, "nvidia1: No such device") || !strings.Contains(out, "nvidia2: Operation not permitted") {
+			t.Fatalf("a one-GPU job on worker-3 (pod given /dev/nvidia1 and /dev/nvidia2) saw:\n%s", out)
 		}
 	})
 

@@ -113,6 +113,23 @@ func TestHealthChecksDrainBrokenGPUNodesAndReturnThem(t *testing.T) {
 		})
 	})
 
+	// A jail that shows more GPUs than the pod was given (another pod's, as a privileged
+	// container sees its node's): the count is the pod's allocation, not the node's.
+	t.Run("a worker whose jail shows another pod's GPU is drained, and returns when it is gone", func(t *testing.T) {
+		if _, err := c.Exec(ctx, workerHost(1).Name, "mknod", "-m", "666", "/dev/nvidia2", "c", "195", "2"); err != nil {
+			t.Fatal(err)
+		}
+		waitNode("worker-1 drained by the health check", func(_, w1 slurm.Node) bool {
+			return w1.Has("DRAIN") && strings.HasPrefix(w1.Reason, slurmfacts.DrainHealth+" 3 of 2 GPU device files")
+		})
+		if _, err := c.Exec(ctx, workerHost(1).Name, "rm", "/dev/nvidia2"); err != nil {
+			t.Fatal(err)
+		}
+		waitNode("worker-1 back in service", func(_, w1 slurm.Node) bool {
+			return !w1.Has("DRAIN") && w1.Has("IDLE")
+		})
+	})
+
 	// (An admin's DOWN on a node whose slurmd answers does not last: ReturnToService=2 returns
 	// it at once. FAIL is how an admin takes a working node out for good.)
 	t.Run("an admin's FAIL is neither drained over when the node breaks nor lifted when it heals", func(t *testing.T) {

@@ -32,6 +32,10 @@ type Host struct {
 	SlurmdScript string
 	// SlurmdEnv are NAME=value pairs for SlurmdScript.
 	SlurmdEnv []string
+	// RunFiles are files written into the host's private /run before its daemons start, by
+	// absolute path under /run: what a pod's entrypoint writes there, such as a worker's own
+	// gres.conf lines (slurmfacts.NodeGresConf).
+	RunFiles map[string][]byte
 	// RootFS, when set, is this host's root file system instead of Config.RootFS: another
 	// Slurm release, as a pod of another image (hack/slurm-rootfs.sh --release).
 	RootFS string
@@ -123,6 +127,11 @@ func validate(cfg *Config) error {
 		if h.RootFS != "" {
 			if err := checkRootFS(h.RootFS); err != nil {
 				return err
+			}
+		}
+		for p := range h.RunFiles {
+			if p != filepath.Clean(p) || !strings.HasPrefix(p, "/run/") {
+				return fmt.Errorf("slurmharness: host %q: RunFiles path %q is not a clean path under /run", h.Name, p)
 			}
 		}
 		if seen[h.Name] {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -191,6 +193,9 @@ func (c *Cluster) setupScript(h *host) string {
 	// Private /run, /tmp, /var/spool, /var/log/slurm; shared /etc files and /shared.
 	w(`mount -t tmpfs -o mode=755 run "$R/run"`)
 	w(`mkdir -p "$R/run/munge" "$R/run/mysqld"`)
+	for _, p := range slices.Sorted(maps.Keys(h.RunFiles)) {
+		w(`mkdir -p "$R"%s && printf %%s %s > "$R"%s`, shq(filepath.Dir(p)), shq(string(h.RunFiles[p])), shq(p))
+	}
 	binds := [][2]string{
 		{filepath.Join(h.dir, "tmp"), "/tmp"},
 		{filepath.Join(h.dir, "spool"), "/var/spool"},

@@ -81,6 +81,20 @@ func JailExec(binds []JailBind, argv ...string) []string {
 	return append(append(out, "--"), argv...)
 }
 
+// WithEntrypointFlags adds flags of the jail entrypoint to a command JailExec made, before its
+// "--".
+func WithEntrypointFlags(cmd []string, flags ...string) []string {
+	if len(flags) == 0 {
+		return cmd
+	}
+	for i, a := range cmd {
+		if a == "--" {
+			return append(append(append([]string{}, cmd[:i]...), flags...), cmd[i:]...)
+		}
+	}
+	return cmd
+}
+
 // JailExecPivot is JailExec with the command in a mount namespace whose root is the jail
 // (pivot_root instead of chroot), so that its children, such as slurmd's job steps, may make
 // user namespaces (rootless Podman); the kernel refuses them to chrooted processes.

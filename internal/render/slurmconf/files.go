@@ -3,6 +3,7 @@ package slurmconf
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -272,14 +273,18 @@ func slurmExtraConf(sc *slurmv1alpha1.SlurmCluster) string {
 	return w.String()
 }
 
+// gresMode is how slurmd finds the workers' GPUs: MIG instances are not plain device files,
+// and only NVML sees them.
+func gresMode(in base.Input) slurmv1alpha1.GresAutoDetect {
+	if in.GPU.MIGDevices() {
+		return slurmv1alpha1.GresAutoDetectNVML
+	}
+	return in.Cluster.Spec.SlurmNodes.Worker.GresAutoDetect
+}
+
 func gresConf(in base.Input) string {
 	w := newWriter(generatedHeader)
-	workers := in.Cluster.Spec.SlurmNodes.Worker
-	mode := workers.GresAutoDetect
-	if in.GPU.MIGDevices() {
-		// MIG instances are not plain device files, and only NVML sees them.
-		mode = slurmv1alpha1.GresAutoDetectNVML
-	}
+	mode := gresMode(in)
 	switch mode {
 	case slurmv1alpha1.GresAutoDetectNVML:
 		w.comment("slurmd finds the devices (and MIG instances) through NVML.")
@@ -293,31 +298,34 @@ func gresConf(in base.Input) string {
 	if in.GPU.Total() == 0 || in.WorkerCount() == 0 || (mode != "" && mode != slurmv1alpha1.GresAutoDetectOff) {
 		return w.String()
 	}
-	files := "/dev/nvidia0"
-	if in.GPU.Count > 1 {
-		files = fmt.Sprintf("/dev/nvidia[0-%d]", in.GPU.Count-1)
-	}
-	prefix := []string{"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), in.WorkerCount()), "Name=gpu"}
-	if in.GPU.Type != "" {
-		prefix = append(prefix, "Type="+in.GPU.Type)
-	}
-	// With the host's topology, each socket's share of the GPUs is bound to its cores (GPUs
-	// split evenly across sockets, in order, as on HGX and DGX hosts), so a job's tasks run
-	// next to their GPUs. Slurm numbers cores socket by socket.
-	if t := WorkerResources(in.Cluster).Topology; t != nil && int64(in.GPU.Count)%t.Sockets == 0 {
-		per := int64(in.GPU.Count) / t.Sockets
-		for s := int64(0); s < t.Sockets; s++ {
-			files := fmt.Sprintf("/dev/nvidia%d", s*per)
-			if per > 1 {
-				files = fmt.Sprintf("/dev/nvidia[%d-%d]", s*per, (s+1)*per-1)
-			}
-			cores := fmt.Sprintf("%d-%d", s*t.CoresPerSocket, (s+1)*t.CoresPerSocket-1)
-			w.line(strings.Join(append(append([]string{}, prefix...), "File="+files, "Cores="+cores), " "))
-		}
-		return w.String()
-	}
-	w.line(strings.Join(append(prefix, "File="+files), " "))
+	// A worker's GPUs are the ones the device plugin gave its pod, not the first N of its node:
+	// its entrypoint finds them and writes their lines (WorkerGPUFlags).
+	w.comment("Each worker's own GPUs, written by its entrypoint: the devices Kubernetes gave its pod.")
+	w.line("Include " + slurmfacts.NodeGresConf)
 	return w.String()
+}
+
+// WorkerGPUFlags are the worker entrypoint's flags for the pod's GPUs: it shows the jail only the
+// GPUs the device plugin gave the pod, and, where slurmd does not detect them itself, writes
+// their gres.conf lines (type, and with the host's topology each GPU's socket's cores, the GPUs
+// split evenly across sockets in order, as on HGX and DGX hosts; Slurm numbers cores socket by
+// socket). MIG devices are left to NVML.
+func WorkerGPUFlags(in base.Input) []string {
+	if in.GPU.Count == 0 || in.GPU.MIGDevices() {
+		return nil
+	}
+	flags := []string{"--gpus", strconv.Itoa(int(in.GPU.Count))}
+	if mode := gresMode(in); mode != "" && mode != slurmv1alpha1.GresAutoDetectOff {
+		return flags
+	}
+	flags = append(flags, "--gres-conf", slurmfacts.NodeGresConf)
+	if in.GPU.Type != "" {
+		flags = append(flags, "--gpu-type", in.GPU.Type)
+	}
+	if t := WorkerResources(in.Cluster).Topology; t != nil {
+		flags = append(flags, "--gpu-topology", fmt.Sprintf("%d:%d", t.Sockets, t.CoresPerSocket))
+	}
+	return flags
 }
 
 // cgroupDefaults are the generated cgroup.conf keys. CgroupPlugin=autodetect serves cgroup v1

@@ -48,6 +48,10 @@ for check in $CHECKS; do
   case $check in
   GPUCount)
     if [ "$EXPECTED_GPUS" -gt 0 ]; then
+      # The jail shows the GPUs Kubernetes gave this pod and no other: their device files, and
+      # what the driver lists.
+      files=$(ls /dev 2>/dev/null | grep -c '^nvidia[0-9][0-9]*$')
+      [ "$files" = "$EXPECTED_GPUS" ] || problems="$problems $files of $EXPECTED_GPUS GPU device files;"
       seen=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
       [ "$seen" = "$EXPECTED_GPUS" ] || problems="$problems $seen of $EXPECTED_GPUS GPUs visible;"
     fi ;;

@@ -9,6 +9,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 func cluster(workers int32) *slurmv1alpha1.SlurmCluster {
@@ -95,8 +96,12 @@ func TestWorkerResourcesLeaveHeadroom(t *testing.T) {
 
 func TestGresFollowsTheGPUShape(t *testing.T) {
 	in := base.Input{Cluster: cluster(4), GPU: base.GPU{Count: 8, Type: "h100"}}
-	if g := gresConf(in); !strings.Contains(g, "NodeName=worker-[0-3] Name=gpu Type=h100 File=/dev/nvidia[0-7]") {
+	// The files are each pod's own: its entrypoint writes them, and gres.conf includes them.
+	if g := gresConf(in); !strings.Contains(g, "\nInclude "+slurmfacts.NodeGresConf+"\n") || strings.Contains(g, "File=") {
 		t.Fatalf("gres.conf:\n%s", g)
+	}
+	if f := strings.Join(WorkerGPUFlags(in), " "); f != "--gpus 8 --gres-conf "+slurmfacts.NodeGresConf+" --gpu-type h100" {
+		t.Fatalf("worker entrypoint flags: %q", f)
 	}
 	if s := slurmBaseConf(in); !strings.Contains(s, "Gres=gpu:h100:8") || !strings.Contains(s, "GresTypes=gpu") {
 		t.Fatalf("slurm.conf:\n%s", s)
@@ -130,8 +135,16 @@ func TestGresAutoDetectModes(t *testing.T) {
 		if !strings.Contains(g, "\n"+tc.want+"\n") {
 			t.Errorf("%s (mig %v): want %s in\n%s", tc.mode, tc.mig, tc.want, g)
 		}
-		if got := strings.Contains(g, "File=/dev/nvidia"); got != tc.filesLine {
-			t.Errorf("%s (mig %v): device files listed = %v, want %v:\n%s", tc.mode, tc.mig, got, tc.filesLine, g)
+		if got := strings.Contains(g, "Include "+slurmfacts.NodeGresConf); got != tc.filesLine {
+			t.Errorf("%s (mig %v): the pod's device files included = %v, want %v:\n%s", tc.mode, tc.mig, got, tc.filesLine, g)
+		}
+		// Whole GPUs are the pod's own in every mode (the jail shows no other); MIG is NVML's.
+		flags := strings.Join(WorkerGPUFlags(in), " ")
+		if want := map[bool]string{true: "", false: "--gpus 8"}[tc.mig]; !strings.HasPrefix(flags, want) || (tc.mig && flags != "") {
+			t.Errorf("%s (mig %v): entrypoint flags %q", tc.mode, tc.mig, flags)
+		}
+		if got := strings.Contains(flags, "--gres-conf"); got != tc.filesLine {
+			t.Errorf("%s (mig %v): entrypoint writes gres lines = %v, want %v", tc.mode, tc.mig, got, tc.filesLine)
 		}
 	}
 }

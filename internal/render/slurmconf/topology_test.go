@@ -1,6 +1,7 @@
 package slurmconf
 
 import (
+	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/jailexec"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/golden"
 )
@@ -56,6 +58,23 @@ func TestTheNodeLineDescribesTheHostsTopology(t *testing.T) {
 				}
 			}
 			b.WriteString("--- gres.conf\n" + files[GresConf])
+			// What a worker's entrypoint writes for a pod given every GPU of its host.
+			flags := WorkerGPUFlags(tc.in)
+			b.WriteString("--- worker entrypoint: " + strings.Join(flags, " ") + "\n")
+			if tc.in.GPU.Count > 0 {
+				// Read as the entrypoint reads its flags.
+				var cfg jailexec.Config
+				fs := flag.NewFlagSet("slurm-jail-exec", flag.ContinueOnError)
+				jailexec.GPUFlags(fs, &cfg)
+				if err := fs.Parse(flags); err != nil {
+					t.Fatal(err)
+				}
+				all := make([]int, cfg.GPUs)
+				for i := range all {
+					all[i] = i
+				}
+				b.WriteString("--- " + cfg.GresConf + "\n" + jailexec.GresConf(jailexec.PodGPUs{Minors: all, Node: all, From: "every GPU of the host"}, cfg.Gres))
+			}
 			golden.Check(t, filepath.Join("testdata", "topology-"+tc.name+".golden"), []byte(b.String()))
 		})
 	}

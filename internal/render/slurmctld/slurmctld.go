@@ -69,6 +69,11 @@ while true; do
 done
 `
 
+// EmptyNodeGresConf gives slurmctld an empty slurmfacts.NodeGresConf: gres.conf includes each
+// worker's own file there, and slurmctld reads gres.conf's includes too (to serve configless
+// nodes), waiting a minute for a missing one at every start and reconfigure.
+const EmptyNodeGresConf = "mkdir -p " + slurmfacts.RunDir + " && { [ -e " + slurmfacts.NodeGresConf + " ] || : > " + slurmfacts.NodeGresConf + "; }"
+
 // UseJailUsers makes the container's passwd and group the jail's (links, so users added later
 // are seen at once). The images and the jail give slurm and munge the same ids. A jail that
 // holds no passwd (not populated, and not managed by the operator) leaves the image's own.
@@ -208,6 +213,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 				base.InstallJWTKey(),
 				base.InstallDir(slurmfacts.StateSaveLocation, slurmfacts.SlurmUser, "0750"),
 				UseJailUsers,
+				EmptyNodeGresConf,
 				// Never -i: with it, slurmctld carries on past a state file it cannot read
 				// and drops every job the file held. Without it, it stops with a fatal line
 				// that the pod's status keeps (FallbackToLogsOnError) and the operator reports.

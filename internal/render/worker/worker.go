@@ -20,6 +20,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
@@ -96,8 +97,9 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	slurmd := base.Container(sc, corev1.Container{
 		Name:  "slurmd",
 		Image: sc.Spec.Images.Worker,
-		Command: base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc,
+		Command: base.WithEntrypointFlags(base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc,
 			append([]string{"/bin/sh", "-c", WorkerScript, "worker"}, base.SSHDArgs(22)...))...),
+			slurmconf.WorkerGPUFlags(in)...),
 		Env: append(env,
 			corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)},
 			corev1.EnvVar{Name: "SSHD_SCRIPT", Value: SSHDScript},
