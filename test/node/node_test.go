@@ -196,6 +196,10 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		})
 	})
 
+	t.Run("the backup Job before an upgrade, rendered from the live cluster, dumps the external database and copies slurmctld's state on the kubelet", func(t *testing.T) {
+		e.with(t).checkUpgradeBackupJob()
+	})
+
 	t.Run("each worker has the GPU Kubernetes gave its pod: the two workers' jobs see different devices", func(t *testing.T) {
 		e := e.with(t)
 		e.checkEachWorkersOwnGPU()
