@@ -135,6 +135,28 @@ slurmd -C | head -1
 MODES=nvml'"$autodetect"
 	done
 }
+section "the pod's own GPU: NVIDIA_VISIBLE_DEVICES as the device plugin sets it, to the jail's /dev and gres lines"
+# As a worker's entrypoint runs with --gpus: the UUID (the NVIDIA plugin's default), an index,
+# "all", and a UUID the driver does not know (the entrypoint must refuse it). The gres lines go
+# to the jail's /tmp, and slurmd -G reads them through gres.conf's Include, as rendered.
+uuid=$(nvidia-smi -L 2>/dev/null | sed -n 's/.*(UUID: \(GPU-[^)]*\)).*/\1/p' | head -1)
+new_jail "$b/jail" /tmp/jail-own
+printf '%s\n' '#!/bin/sh
+echo "jail /dev: $(ls /dev | grep "^nvidia" | tr "\n" " ")"
+nvidia-smi -L
+cat /tmp/own-gres.conf
+printf "AutoDetect=off\nInclude /tmp/own-gres.conf\n" >/etc/slurm/gres.conf
+sed -i "s/Gres=gpu:1/Gres=gpu:h200:1/" /etc/slurm/slurm.conf
+timeout 60 slurmd -N gpu0 -G 2>&1 | tail -5' >/tmp/jail-own/usr/local/bin/in-jail.sh
+chmod +x /tmp/jail-own/usr/local/bin/in-jail.sh
+for v in "$uuid" 0 all GPU-00000000-0000-0000-0000-000000000000; do
+	echo "--- NVIDIA_VISIBLE_DEVICES=$v"
+	rm -f /tmp/own-gres.conf
+	NVIDIA_VISIBLE_DEVICES=$v unshare -m --propagation private -- "$b/slurm-jail-exec" --jail /tmp/jail-own --slurm-bundle /nonexistent \
+		--gpus 1 --gres-conf /tmp/own-gres.conf --gpu-type h200 -- /usr/local/bin/in-jail.sh
+	echo "jail-exec rc=$?"
+done
+
 if ls -d "$b"/jail-* >/dev/null 2>&1; then
 	section "Debian's gpu/nvml plugin (contrib), in the jail"
 	nvml_jails gpu:h200:1
