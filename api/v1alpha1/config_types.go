@@ -119,7 +119,8 @@ type CgroupValue string
 // SlurmConfig holds the Slurm settings an admin may change.
 // +kubebuilder:validation:XValidation:rule="!(has(self.defMemPerNode) && has(self.defMemPerCPU))",message="set at most one of defMemPerNode and defMemPerCPU: Slurm takes one default memory per job"
 type SlurmConfig struct {
-	// Partitions of the cluster. When empty, one default partition "main" holds every worker.
+	// Partitions of the cluster. When empty, one default partition "main" holds every worker of
+	// every set.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
@@ -218,6 +219,15 @@ type Partition struct {
 	// Default makes this the partition jobs go to when they name none.
 	// +optional
 	Default bool `json:"default,omitempty"`
+
+	// NodeSets are the worker sets whose nodes the partition holds: worker
+	// (spec.slurmNodes.worker) and names of spec.slurmNodes.nodeSets. A set may be in several
+	// partitions. Empty: every set's nodes.
+	// +kubebuilder:validation:MaxItems=9
+	// +kubebuilder:validation:items:MaxLength=11
+	// +listType=set
+	// +optional
+	NodeSets []string `json:"nodeSets,omitempty"`
 
 	// MaxTime is the longest a job may run, in Slurm's time format (INFINITE, minutes,
 	// days-hours:minutes:seconds, …).

@@ -55,6 +55,12 @@ func SlurmNodeName(comp Component, i int32) string {
 	return fmt.Sprintf("%s-%d", comp, i)
 }
 
+// WorkerSetStatefulSetName is the name of a worker set's StatefulSet: <cluster>-worker for
+// spec.slurmNodes.worker, <cluster>-<set> for a node set.
+func (c *SlurmCluster) WorkerSetStatefulSetName(set string) string {
+	return c.Name + "-" + set
+}
+
 // NodeNamesServiceName is the headless Service whose endpoints carry the Slurm node names
 // (worker-3, login-1) as DNS host names.
 func (c *SlurmCluster) NodeNamesServiceName() string { return c.ComponentName(ComponentNodeNames) }

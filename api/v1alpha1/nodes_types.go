@@ -16,6 +16,16 @@ type SlurmNodes struct {
 	// Worker runs slurmd: the nodes jobs run on, named worker-0 … worker-(size-1).
 	Worker Worker `json:"worker"`
 
+	// NodeSets are further groups of workers, each with its own size, Kubernetes nodes, GPUs,
+	// resources, features and image (mixed hardware: H100 and A100 nodes, CPU-only nodes).
+	// Each takes what it leaves unset from worker. Removing a set drains its nodes first, as a
+	// scale-down to 0 does; a set a partition names cannot be removed. At most 8 sets.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	NodeSets []NodeSet `json:"nodeSets,omitempty"`
+
 	// Login runs sshd: the nodes users log in to, named login-0 … login-(size-1).
 	Login Login `json:"login"`
 
@@ -141,6 +151,15 @@ type Worker struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
 	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// Features are Slurm node features of every worker (the node line's Features=), which jobs
+	// ask for with --constraint. Node sets have their own.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_.]+$`
+	// +listType=set
+	// +optional
+	Features []string `json:"features,omitempty"`
 
 	// Resources of the slurmd container. CPUs and memory of the Slurm node follow from them:
 	// CPUs from the CPU limit (or request), RealMemory from the memory limit (or request) less

@@ -24,6 +24,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.login.volumes.jailSubMounts.all(m, has(self.volumeSources) && self.volumeSources.exists(v, v.name == m.volumeSourceName))",message="every volumeSourceName must name an entry of spec.volumeSources",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jailSubMounts) || !has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.worker.volumes.jailSubMounts.all(w, self.slurmNodes.login.volumes.jailSubMounts.all(l, l.name != w.name || l.mountPath == w.mountPath))",message="a jail sub-mount must have the same mountPath on login and worker nodes",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.worker.volumes.jailSubMounts) || !has(self.slurmNodes.login.volumes.jailSubMounts) || self.slurmNodes.worker.volumes.jailSubMounts.all(w, self.slurmNodes.login.volumes.jailSubMounts.all(l, l.volumeSourceName != w.volumeSourceName || l.mountPath == w.mountPath))",message="a volume source mounted into the jail must have the same mountPath on login and worker nodes",fieldPath=".slurmNodes.login.volumes.jailSubMounts"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmNodes.nodeSets) || self.slurmNodes.nodeSets.all(s, !has(s.k8sNodeFilterName) || (has(self.k8sNodeFilters) && self.k8sNodeFilters.exists(f, f.name == s.k8sNodeFilterName)))",message="every k8sNodeFilterName must name an entry of spec.k8sNodeFilters",fieldPath=".slurmNodes.nodeSets"
+// +kubebuilder:validation:XValidation:rule="!has(self.slurmConfig.partitions) || self.slurmConfig.partitions.all(p, !has(p.nodeSets) || p.nodeSets.all(n, n == 'worker' || (has(self.slurmNodes.nodeSets) && self.slurmNodes.nodeSets.exists(s, s.name == n))))",message="a partition's nodeSets must name worker or an entry of spec.slurmNodes.nodeSets (a set a partition names cannot be removed: take it out of the partition first)",fieldPath=".slurmConfig.partitions"
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmConfig.partitions) || self.slurmConfig.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="at most one partition may be the default",fieldPath=".slurmConfig.partitions"
 // +kubebuilder:validation:XValidation:rule="!has(self.upgrades) || !has(self.upgrades.backup) || !has(self.upgrades.backup.volumeSourceName) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.upgrades.backup.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".upgrades.backup.volumeSourceName"
 // +kubebuilder:validation:XValidation:rule="!has(self.upgrades) || !has(self.upgrades.backup) || !has(self.upgrades.backup.volumeSourceName) || !has(self.volumeSources) || !self.volumeSources.exists(v, v.name == self.upgrades.backup.volumeSourceName && has(v.emptyDir))",message="names an emptyDir volume source: a backup there is gone when the backup Job's pod ends; name a persistentVolumeClaim, nfs, csi or hostPath source",fieldPath=".upgrades.backup.volumeSourceName"
@@ -370,6 +372,14 @@ type SlurmClusterStatus struct {
 	// Workers counts the worker nodes, as Kubernetes and as Slurm see them.
 	// +optional
 	Workers WorkerStatus `json:"workers,omitempty"`
+
+	// NodeSets counts the pods of each node set (spec.slurmNodes.nodeSets, and sets that left
+	// the spec while their nodes drain); workers counts spec.slurmNodes.worker's.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	NodeSets []NodeSetStatus `json:"nodeSets,omitempty"`
 
 	// LoginEndpoint is the address users ssh to (the login Service's load balancer address, or
 	// its cluster address when it has none yet).

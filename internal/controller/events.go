@@ -20,12 +20,12 @@ func (r *SlurmClusterReconciler) event(sc *slurmv1alpha1.SlurmCluster, eventType
 
 // workerEvent records an event on the SlurmCluster about one worker (a Slurm node name).
 func (r *SlurmClusterReconciler) workerEvent(sc *slurmv1alpha1.SlurmCluster, node, eventType, reason, action, note string) {
-	ord := ordinalOf(node)
-	if ord < 0 {
+	pod := workerPodName(sc, node)
+	if pod == "" {
 		r.event(sc, eventType, reason, action, note)
 		return
 	}
-	r.podEvent(sc, sc.PodName(slurmv1alpha1.ComponentWorker, int32(ord)), eventType, reason, action, note)
+	r.podEvent(sc, pod, eventType, reason, action, note)
 }
 
 // podEvent records an event on the SlurmCluster about one of its pods: related to the pod, so

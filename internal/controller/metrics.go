@@ -125,6 +125,11 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 		leaving, waited := 0.0, 0.0
 		if o.scaling.active {
 			leaving = float64(o.scaling.replicas - sc.Spec.SlurmNodes.Worker.Size)
+			for _, set := range sc.WorkerSets()[1:] {
+				if n, ok := o.scaling.sets[set.Name]; ok && n > set.Worker.Size {
+					leaving += float64(n - set.Worker.Size)
+				}
+			}
 			if c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionScalingDown); c != nil && c.Status == "True" {
 				waited = now.Sub(c.LastTransitionTime.Time).Seconds()
 			}

@@ -28,7 +28,7 @@ func TestWhichWorkerPodsCannotStartAndWhetherSlurmdEverRegistered(t *testing.T) 
 		pod("2", corev1.PodPending, creating),      // on its way: not reported
 		pod("4", corev1.PodPending, unschedulable), // above the size: leaving, not reported
 		pod("0", corev1.PodRunning, running),
-	}, 4)
+	}, func(p corev1.Pod) bool { return ordinal(p) < 4 })
 	want := []string{
 		"pod c-worker-1 (Slurm node worker-1) cannot start: ImagePullBackOff: back-off pulling",
 		"pod c-worker-3 (Slurm node worker-3) cannot start: Unschedulable: 0/3 nodes are available",

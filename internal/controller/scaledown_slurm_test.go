@@ -89,6 +89,11 @@ var _ = Describe("scaling down against a real Slurm cluster", func() {
 // and Secrets the operator wrote for sc, with slurmrestd and the reconfigure sidecar, and routes
 // the operator's Slurm client for the namespace to it. files re-reads the ConfigMap.
 func startSlurmFromAPI(ctx SpecContext, ns string, sc *slurmv1alpha1.SlurmCluster, workers int) (*slurmharness.Cluster, *slurm.Client, func() map[string][]byte) {
+	return startSlurmWithHosts(ctx, ns, sc, workers, nil)
+}
+
+// startSlurmWithHosts is startSlurmFromAPI with further worker hosts (a node set's).
+func startSlurmWithHosts(ctx SpecContext, ns string, sc *slurmv1alpha1.SlurmCluster, workers int, more []slurmharness.Host) (*slurmharness.Cluster, *slurm.Client, func() map[string][]byte) {
 	root := os.Getenv("SLURM_ROOTFS")
 	if root == "" {
 		Skip("SLURM_ROOTFS is not set: run 'make test'")
@@ -108,6 +113,7 @@ func startSlurmFromAPI(ctx SpecContext, ns string, sc *slurmv1alpha1.SlurmCluste
 	for i := 0; i < workers; i++ {
 		hosts = append(hosts, slurmharness.Host{Name: sc.PodName(slurmv1alpha1.ComponentWorker, int32(i)), SlurmName: slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, int32(i))})
 	}
+	hosts = append(hosts, more...)
 	hctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ctl := slurmconf.ControllerHost(sc, 0)

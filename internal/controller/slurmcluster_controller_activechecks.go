@@ -62,7 +62,7 @@ func (r *SlurmClusterReconciler) runActiveChecks(ctx context.Context, s *reconci
 	var workers []slurm.Node
 	leftover := false // a drain of a check taken out of the spec, to lift
 	for _, n := range nodes {
-		if ordinalOf(n.Name) >= 0 {
+		if isWorkerNode(sc, n.Name) {
 			workers = append(workers, n)
 			_, byCheck := activecheck.CheckOfReason(n.Reason)
 			leftover = leftover || byCheck

@@ -87,11 +87,10 @@ func (p checkPods) pod(ctx context.Context, holder int64) (*corev1.Pod, error) {
 
 // create makes the check's Job on the Kubernetes node of the worker's pod, past its taints.
 func (p checkPods) create(ctx context.Context, c activecheck.Check, node string, holder int64) error {
-	ord := ordinalOf(node)
-	if ord < 0 {
+	podName := workerPodName(p.sc, node)
+	if podName == "" {
 		return fmt.Errorf("%s is not a worker of %s", node, p.sc.Name)
 	}
-	podName := p.sc.PodName(slurmv1alpha1.ComponentWorker, int32(ord))
 	worker := &corev1.Pod{}
 	if err := p.r.APIReader.Get(ctx, types.NamespacedName{Namespace: p.sc.Namespace, Name: podName}, worker); err != nil {
 		return fmt.Errorf("find the pod of %s: %w", node, err)

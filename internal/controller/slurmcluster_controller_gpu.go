@@ -28,6 +28,12 @@ func (r *SlurmClusterReconciler) findGPUShape(ctx context.Context, s *reconcileS
 		return err
 	}
 	o.gpu = gpu.Find(sc, nodes.Items)
+	for _, set := range sc.WorkerSets()[1:] {
+		if o.setGPUs == nil {
+			o.setGPUs = map[string]gpu.Result{}
+		}
+		o.setGPUs[set.Name] = gpu.FindSet(sc, set, nodes.Items)
+	}
 	return nil
 }
 

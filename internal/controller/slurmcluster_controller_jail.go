@@ -45,24 +45,36 @@ func (r *SlurmClusterReconciler) jailOverwriteHold(ctx context.Context, sc, desi
 	if err != nil || exists {
 		return "", err
 	}
-	var pods [2]int32
-	for i, comp := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentWorker, slurmv1alpha1.ComponentLogin} {
+	// The pods a StatefulSet has or is making.
+	podsOf := func(name string) (int32, error) {
 		s := &appsv1.StatefulSet{}
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(comp)}, s)
+		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
+		if err != nil || !found {
+			return 0, err
+		}
+		n := s.Status.Replicas
+		if s.Spec.Replicas != nil && *s.Spec.Replicas > n {
+			n = *s.Spec.Replicas
+		}
+		return n, nil
+	}
+	var pods [2]int32 // workers of every set, login pods
+	for _, set := range desired.WorkerSets() {
+		n, err := podsOf(sc.WorkerSetStatefulSetName(set.Name))
 		if err != nil {
 			return "", err
 		}
-		if found {
-			pods[i] = s.Status.Replicas
-			if s.Spec.Replicas != nil && *s.Spec.Replicas > pods[i] {
-				pods[i] = *s.Spec.Replicas
-			}
-		}
+		pods[0] += n
 	}
+	n, err := podsOf(sc.ComponentName(slurmv1alpha1.ComponentLogin))
+	if err != nil {
+		return "", err
+	}
+	pods[1] = n
 	if pods[0] == 0 && pods[1] == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("the overwrite waits: %d worker and %d login pods run in the jail; scale spec.slurmNodes.worker.size and spec.slurmNodes.login.size to 0 first", pods[0], pods[1]), nil
+	return fmt.Sprintf("the overwrite waits: %d worker and %d login pods run in the jail; scale spec.slurmNodes.worker.size, every node set's size and spec.slurmNodes.login.size to 0 first", pods[0], pods[1]), nil
 }
 
 // withoutComponent drops one component's objects from a render.

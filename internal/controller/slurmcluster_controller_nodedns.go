@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 
@@ -33,7 +32,11 @@ func (r *SlurmClusterReconciler) nodeAddresses(ctx context.Context, sc *slurmv1a
 			if err != nil || p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 				continue
 			}
-			out = append(out, base.NodeAddress{Name: slurmv1alpha1.SlurmNodeName(comp, int32(i)), Pod: p.Name, IP: p.Status.PodIP})
+			name := slurmv1alpha1.SlurmNodeName(comp, int32(i))
+			if comp == slurmv1alpha1.ComponentWorker {
+				name = slurmName(p)
+			}
+			out = append(out, base.NodeAddress{Name: name, Pod: p.Name, IP: p.Status.PodIP})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -79,9 +82,11 @@ func podStateChanged(oldObj, newObj client.Object) bool {
 		return false
 	}
 	return o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
-		fmt.Sprint(pendingWorkers([]corev1.Pod{*o}, math.MaxInt32)) != fmt.Sprint(pendingWorkers([]corev1.Pod{*n}, math.MaxInt32)) ||
+		fmt.Sprint(pendingWorkers([]corev1.Pod{*o}, anyPod)) != fmt.Sprint(pendingWorkers([]corev1.Pod{*n}, anyPod)) ||
 		slurmdNeverRegistered(*o) != slurmdNeverRegistered(*n) ||
 		fmt.Sprint(stateUnreadable([]corev1.Pod{*o})) != fmt.Sprint(stateUnreadable([]corev1.Pod{*n}))
 }
+
+func anyPod(corev1.Pod) bool { return true }
 
 var _ handler.MapFunc = clusterOfPod

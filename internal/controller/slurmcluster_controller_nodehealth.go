@@ -49,7 +49,7 @@ func (r *SlurmClusterReconciler) followNodeHealth(ctx context.Context, s *reconc
 			if !podReady(p) {
 				s.facts.unhealthyNodeWorkers = append(s.facts.unhealthyNodeWorkers, fmt.Sprintf("pod %s: Kubernetes node %s %s", p.Name, node.Name, why))
 			}
-		} else if int32(ordinal(p)) < sc.Spec.SlurmNodes.Worker.Size {
+		} else if withinSize(sc, name) {
 			healthy[name] = true
 		}
 	}

@@ -72,7 +72,14 @@ type observed struct {
 	databaseErr, databaseReason string
 
 	controller, worker, login, accounting *appsv1.StatefulSet
-	populateJob                           *batchv1.Job
+	// nodeSets are the StatefulSets of the node sets (not spec.slurmNodes.worker's), by set.
+	nodeSets map[string]*appsv1.StatefulSet
+	// leavingSets are the node sets that left the spec while their workers still drain
+	// (findLeavingNodeSets): the desired spec has them back with size 0.
+	leavingSets []string
+	// setGPUs is the GPU shape of each node set, by set (gpu is spec.slurmNodes.worker's).
+	setGPUs     map[string]gpu.Result
+	populateJob *batchv1.Job
 	// jailHeld says why an overwrite of the jail waits (pods still run in it).
 	jailHeld     string
 	loginService *corev1.Service
@@ -176,6 +183,18 @@ func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconci
 	}
 	if o.worker, err = get(sc.ComponentName(slurmv1alpha1.ComponentWorker)); err != nil {
 		return err
+	}
+	for _, set := range sc.WorkerSets()[1:] {
+		sts, err := get(sc.WorkerSetStatefulSetName(set.Name))
+		if err != nil {
+			return err
+		}
+		if sts != nil {
+			if o.nodeSets == nil {
+				o.nodeSets = map[string]*appsv1.StatefulSet{}
+			}
+			o.nodeSets[set.Name] = sts
+		}
 	}
 	if o.login, err = get(sc.ComponentName(slurmv1alpha1.ComponentLogin)); err != nil {
 		return err

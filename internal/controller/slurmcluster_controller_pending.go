@@ -21,7 +21,7 @@ func (r *SlurmClusterReconciler) observePendingWorkers(ctx context.Context, s *r
 	if err != nil {
 		return fmt.Errorf("list worker pods: %w", err)
 	}
-	o.pendingWorkers = pendingWorkers(pods.Items, sc.Spec.SlurmNodes.Worker.Size)
+	o.pendingWorkers = pendingWorkers(pods.Items, func(p corev1.Pod) bool { return withinSize(sc, slurmName(p)) })
 	prev := findCondition(&s.cluster.Status, slurmv1alpha1.ConditionWorkersAvailable)
 	// One event per pod the status names (the first few), when it names it first: the
 	// scheduler's words change as it retries, the pod does not.
@@ -39,12 +39,12 @@ func (r *SlurmClusterReconciler) observePendingWorkers(ctx context.Context, s *r
 // maxNamedPending is how many pending workers WorkersAvailable names (and has an event for).
 const maxNamedPending = 5
 
-// pendingWorkers describes each pod below size that is Pending and cannot start: "pod NAME
-// (Slurm node worker-N) cannot start: REASON: MESSAGE". It is pure.
-func pendingWorkers(pods []corev1.Pod, size int32) []string {
+// pendingWorkers describes each pod within its set's size (wanted) that is Pending and cannot
+// start: "pod NAME (Slurm node worker-N) cannot start: REASON: MESSAGE". It is pure.
+func pendingWorkers(pods []corev1.Pod, wanted func(corev1.Pod) bool) []string {
 	var out []string
 	for _, p := range pods {
-		if p.Status.Phase != corev1.PodPending || !p.DeletionTimestamp.IsZero() || ordinal(p) >= int(size) {
+		if p.Status.Phase != corev1.PodPending || !p.DeletionTimestamp.IsZero() || !wanted(p) {
 			continue
 		}
 		why := ""

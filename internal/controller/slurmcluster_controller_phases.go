@@ -109,6 +109,7 @@ func (r *SlurmClusterReconciler) phases() []phase {
 		{name: "check the policy", run: r.checkPolicy},
 		{name: "check the Slurm release", run: r.checkSlurmRelease},
 		{name: "check the shared spool", run: r.checkSharedSpool},
+		{name: "find leaving node sets", run: r.findLeavingNodeSets},
 		{name: "find the GPU shape", run: r.findGPUShape},
 		{name: "ensure keys", run: r.ensureKeys},
 		{name: "renew the exporter's token", run: r.exporterToken},
@@ -198,7 +199,14 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 // keeps leaving workers (in the StatefulSet and in slurm.conf) until they are drained.
 func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
 	workers := s.facts.scaling.replicas
-	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU, Operator: r.Operator}
+	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU, Operator: r.Operator,
+		SetWorkers: s.facts.scaling.sets}
+	for set, g := range s.facts.setGPUs {
+		if in.SetGPUs == nil {
+			in.SetGPUs = map[string]base.GPU{}
+		}
+		in.SetGPUs[set] = g.GPU
+	}
 	var err error
 	if in.ControlPlanePriorityClass, s.facts.priorityClassMissing, err = r.controlPlanePriorityClass(ctx); err != nil {
 		return err

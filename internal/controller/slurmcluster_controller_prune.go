@@ -54,6 +54,12 @@ func (r *SlurmClusterReconciler) prune(ctx context.Context, s *reconcileScope) e
 			if job, ok := obj.(*batchv1.Job); ok && !jobFinished(job) {
 				continue
 			}
+			// A worker StatefulSet goes only once it has no pod: a node set that left the spec
+			// is scaled to 0 first, its nodes drained (findLeavingNodeSets).
+			if sts, ok := obj.(*appsv1.StatefulSet); ok && obj.GetLabels()[base.LabelComponent] == string(slurmv1alpha1.ComponentWorker) &&
+				(sts.Status.Replicas > 0 || sts.Spec.Replicas == nil || *sts.Spec.Replicas > 0) {
+				continue
+			}
 			log.FromContext(ctx).Info("deleting an object the spec no longer asks for", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
 			if err := r.Delete(ctx, obj, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("delete %s: %w", obj.GetName(), err)

@@ -20,16 +20,31 @@ type slurmImage struct {
 	image     string
 	component slurmv1alpha1.Component
 	container string
+	// set is the node set whose StatefulSet runs it; empty: the component's StatefulSet.
+	set string
+}
+
+// statefulSet is the name of the StatefulSet that runs the image.
+func (im slurmImage) statefulSet(c *slurmv1alpha1.SlurmCluster) string {
+	if im.set != "" {
+		return c.WorkerSetStatefulSetName(im.set)
+	}
+	return c.ComponentName(im.component)
 }
 
 func slurmImages(c *slurmv1alpha1.SlurmCluster) []slurmImage {
 	out := []slurmImage{
-		{"spec.images.controller", c.Spec.Images.Controller, slurmv1alpha1.ComponentController, "slurmctld"},
-		{"spec.images.worker", c.Spec.Images.Worker, slurmv1alpha1.ComponentWorker, "slurmd"},
-		{"spec.images.login", c.Spec.Images.Login, slurmv1alpha1.ComponentLogin, "sshd"},
+		{"spec.images.controller", c.Spec.Images.Controller, slurmv1alpha1.ComponentController, "slurmctld", ""},
+		{"spec.images.worker", c.Spec.Images.Worker, slurmv1alpha1.ComponentWorker, "slurmd", ""},
+		{"spec.images.login", c.Spec.Images.Login, slurmv1alpha1.ComponentLogin, "sshd", ""},
+	}
+	for i, ns := range c.Spec.SlurmNodes.NodeSets {
+		if ns.Image != "" {
+			out = append(out, slurmImage{fmt.Sprintf("spec.slurmNodes.nodeSets[%d].image", i), ns.Image, slurmv1alpha1.ComponentWorker, "slurmd", ns.Name})
+		}
 	}
 	if c.Spec.SlurmNodes.Accounting.Enabled {
-		out = append(out, slurmImage{"spec.images.accounting", c.Spec.Images.Accounting, slurmv1alpha1.ComponentAccounting, "slurmdbd"})
+		out = append(out, slurmImage{"spec.images.accounting", c.Spec.Images.Accounting, slurmv1alpha1.ComponentAccounting, "slurmdbd", ""})
 	}
 	return out
 }
@@ -87,7 +102,7 @@ func (r *SlurmClusterReconciler) slurmReleaseProblem(ctx context.Context, c *slu
 			continue
 		}
 		var sts appsv1.StatefulSet
-		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.ComponentName(im.component)}, &sts)
+		found, err := r.getOptional(ctx, types.NamespacedName{Namespace: c.Namespace, Name: im.statefulSet(c)}, &sts)
 		if err != nil {
 			return err
 		}
@@ -130,7 +145,7 @@ type liveSlurm struct {
 
 func (r *SlurmClusterReconciler) liveSlurm(ctx context.Context, c *slurmv1alpha1.SlurmCluster, im slurmImage) (liveSlurm, error) {
 	var sts appsv1.StatefulSet
-	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.ComponentName(im.component)}, &sts)
+	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: c.Namespace, Name: im.statefulSet(c)}, &sts)
 	if err != nil || !found {
 		return liveSlurm{}, err
 	}

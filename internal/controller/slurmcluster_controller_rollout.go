@@ -35,23 +35,48 @@ type rollout struct {
 // that pod included. When a replaced pod is ready again, the operator's update drain is lifted;
 // an admin's drain stays. When Slurm cannot be asked, nothing is deleted.
 func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileScope) (err error) {
-	sc, prev, o := s.desired, &s.cluster.Status, s.facts
+	sc, o := s.desired, s.facts
 	defer func() { o.rolloutDecided = err == nil }()
-	sts := o.worker
-	if sts == nil || sts.Status.UpdateRevision == "" {
-		return nil
-	}
 	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
 	if err != nil {
 		return fmt.Errorf("list worker pods: %w", err)
 	}
+	var messages []string
+	for _, set := range sc.WorkerSets() {
+		sts := o.worker
+		if !set.Default() {
+			sts = o.nodeSets[set.Name]
+		}
+		if sts == nil || sts.Status.UpdateRevision == "" {
+			continue
+		}
+		ro, err := r.rollSet(ctx, s, set, sts, podsOfSet(pods.Items, set.Name))
+		if err != nil {
+			return err
+		}
+		if ro.active {
+			if !o.rollout.active {
+				o.rollout = ro
+			}
+			messages = append(messages, ro.message)
+		}
+	}
+	if len(messages) > 1 {
+		o.rollout.message = strings.Join(messages, "; ")
+	}
+	return nil
+}
+
+// rollSet is rollWorkers for one worker set: its StatefulSet and its pods.
+func (r *SlurmClusterReconciler) rollSet(ctx context.Context, s *reconcileScope, set slurmv1alpha1.WorkerSet, sts *appsv1.StatefulSet, pods []corev1.Pod) (rollout, error) {
+	sc, prev, o := s.desired, &s.cluster.Status, s.facts
 	var outdated, current []corev1.Pod
 	inFlight := 0
 	stranded := o.strandedNames()
 	// The nodes that have a pod, whatever its state: a node drained for its update that has
 	// none is between its old pod's removal and its new one's creation.
 	hasPod := map[string]bool{}
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		hasPod[slurmName(p)] = true
 		switch {
 		case stranded[p.Name]:
@@ -67,14 +92,13 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 	}
 	wasActive := meta.IsStatusConditionTrue(prev.Conditions, slurmv1alpha1.ConditionWorkersUpdating)
 	if len(outdated) == 0 && !wasActive {
-		return nil
+		return rollout{}, nil
 	}
 	api := r.slurmFor(s)
 	nodes, err := api.Nodes(ctx)
 	if err != nil {
-		o.rollout = rollout{active: true, reason: slurmErrorReason(err),
-			message: fmt.Sprintf("%d worker pods run an old template; none is replaced (and no update drain lifted) until Slurm can be asked: %v", len(outdated), err)}
-		return nil
+		return rollout{active: true, reason: slurmErrorReason(err),
+			message: fmt.Sprintf("%d worker pods run an old template; none is replaced (and no update drain lifted) until Slurm can be asked: %v", len(outdated), err)}, nil
 	}
 	o.slurmNodes, o.slurmReached = nodes, true
 	byName := map[string]slurm.Node{}
@@ -92,9 +116,12 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 		if !n.OwnedDrain() || n.Reason != slurmfacts.DrainUpdate {
 			continue
 		}
+		if of, _, ok := splitNodeName(sc, n.Name); !ok || of.Name != set.Name {
+			continue
+		}
 		p, ok := currentByNode[n.Name]
 		if !ok || !podReady(p) {
-			if ordinalOf(n.Name) < int(sc.Spec.SlurmNodes.Worker.Size) {
+			if withinSize(sc, n.Name) {
 				starting = append(starting, n.Name)
 				// Drained for its update, and its new pod not ready, or not made yet (between
 				// the old pod's removal and the StatefulSet's new one): the replacement is in
@@ -107,15 +134,15 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 			continue
 		}
 		if _, err := api.ResumeIfOwned(ctx, n.Name); err != nil {
-			return fmt.Errorf("resume %s after its update: %w", n.Name, err)
+			return rollout{}, fmt.Errorf("resume %s after its update: %w", n.Name, err)
 		}
 	}
 	if len(outdated) == 0 {
 		if len(starting) > 0 {
-			o.rollout = rollout{active: true, reason: slurmv1alpha1.ReasonResumingNodes,
-				message: "waiting for the replaced pods of " + strings.Join(starting, ", ") + " to be ready before returning them to service"}
+			return rollout{active: true, reason: slurmv1alpha1.ReasonResumingNodes,
+				message: "waiting for the replaced pods of " + strings.Join(starting, ", ") + " to be ready before returning them to service"}, nil
 		}
-		return nil
+		return rollout{}, nil
 	}
 
 	var outdatedNames []string
@@ -123,12 +150,11 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 		outdatedNames = append(outdatedNames, slurmName(p))
 	}
 	if missing := slurm.Missing(nodes, outdatedNames); len(missing) > 0 {
-		o.rollout = rollout{active: true, reason: slurmv1alpha1.ReasonSlurmAnswerIncomplete,
-			message: fmt.Sprintf("%d worker pods run an old template; none is replaced while slurmctld's answer lacks %s, which may run jobs", len(outdated), strings.Join(missing, ", "))}
-		return nil
+		return rollout{active: true, reason: slurmv1alpha1.ReasonSlurmAnswerIncomplete,
+			message: fmt.Sprintf("%d worker pods run an old template; none is replaced while slurmctld's answer lacks %s, which may run jobs", len(outdated), strings.Join(missing, ", "))}, nil
 	}
 
-	maxInFlight := maxUnavailable(sc.Spec.SlurmNodes.Worker)
+	maxInFlight := maxUnavailable(set.Worker)
 	// Idle nodes first, then the highest ordinal.
 	sort.SliceStable(outdated, func(i, j int) bool {
 		bi, bj := byName[slurmName(outdated[i])].Busy(), byName[slurmName(outdated[j])].Busy()
@@ -158,7 +184,7 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 			}
 			log.FromContext(ctx).Info("replacing an outdated worker pod whose node is drained", "pod", p.Name, "node", name)
 			if err := r.Delete(ctx, &p); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("delete outdated pod %s: %w", p.Name, err)
+				return rollout{}, fmt.Errorf("delete outdated pod %s: %w", p.Name, err)
 			}
 			inFlight++
 		case !n.Has("DRAIN"):
@@ -166,18 +192,25 @@ func (r *SlurmClusterReconciler) rollWorkers(ctx context.Context, s *reconcileSc
 				continue
 			}
 			if err := api.Drain(ctx, name, slurmfacts.DrainUpdate); err != nil {
-				return fmt.Errorf("drain %s for its update: %w", name, err)
+				return rollout{}, fmt.Errorf("drain %s for its update: %w", name, err)
 			}
 			waiting = append(waiting, name)
 			inFlight++
 		}
 	}
-	msg := fmt.Sprintf("%d of %d worker pods run an old template; replacing at most %d at a time, each once its node is drained", len(outdated), len(pods.Items), maxInFlight)
+	msg := fmt.Sprintf("%d of %d worker pods%s run an old template; replacing at most %d at a time, each once its node is drained", len(outdated), len(pods), setSuffix(set), maxInFlight)
 	if len(waiting) > 0 {
 		msg += "; waiting for the jobs on " + strings.Join(waiting, ", ")
 	}
-	o.rollout = rollout{active: true, reason: slurmv1alpha1.ReasonReplacingPods, message: msg}
-	return nil
+	return rollout{active: true, reason: slurmv1alpha1.ReasonReplacingPods, message: msg}, nil
+}
+
+// setSuffix names a node set in a message about its workers ("" for spec.slurmNodes.worker).
+func setSuffix(set slurmv1alpha1.WorkerSet) string {
+	if set.Default() {
+		return ""
+	}
+	return " of node set " + set.Name
 }
 
 // maxUnavailable is how many workers an update may drain or replace at once:
@@ -195,12 +228,7 @@ func maxUnavailable(w slurmv1alpha1.Worker) int {
 	return n
 }
 
-// slurmName is the Slurm node name of a worker pod (worker-N).
-func slurmName(p corev1.Pod) string {
-	return slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, int32(ordinal(p)))
-}
-
-// ordinal is the StatefulSet ordinal of a pod, from its pod-index label or its name.
+// ordinal is a pod's index in its StatefulSet.
 func ordinal(p corev1.Pod) int {
 	if v, ok := p.Labels[base.LabelPodIndex]; ok {
 		if i, err := strconv.Atoi(v); err == nil {
@@ -208,15 +236,6 @@ func ordinal(p corev1.Pod) int {
 		}
 	}
 	i, _ := strconv.Atoi(p.Name[strings.LastIndex(p.Name, "-")+1:])
-	return i
-}
-
-// ordinalOf is N of a Slurm node name worker-N (-1 when it is not one).
-func ordinalOf(name string) int {
-	i, err := strconv.Atoi(strings.TrimPrefix(name, string(slurmv1alpha1.ComponentWorker)+"-"))
-	if err != nil {
-		return -1
-	}
 	return i
 }
 

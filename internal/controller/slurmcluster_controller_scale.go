@@ -36,6 +36,8 @@ type scaling struct {
 	// replicas is the worker count to render now: the spec's size, or more while nodes above it
 	// still run jobs (or Slurm cannot be asked).
 	replicas int32
+	// sets is replicas for each node set, by set.
+	sets map[string]int32
 	// active is true while a scale-down waits; reason and message go into ScalingDown.
 	active          bool
 	reason, message string
@@ -50,15 +52,6 @@ func slurmErrorReason(err error) string {
 	return slurmv1alpha1.ReasonSlurmUnreachable
 }
 
-// workerNames are the Slurm names of workers 0…n-1, as slurm.conf lists them.
-func workerNames(n int32) []string {
-	names := make([]string, 0, n)
-	for i := int32(0); i < n; i++ {
-		names = append(names, slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i))
-	}
-	return names
-}
-
 func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key []byte) SlurmAPI {
 	if r.SlurmClient != nil {
 		return r.SlurmClient(sc, key)
@@ -66,21 +59,50 @@ func (r *SlurmClusterReconciler) slurmClient(sc *slurmv1alpha1.SlurmCluster, key
 	return slurm.NewClient(render.RestdURL(sc, r.ClusterDomain), key)
 }
 
-// planWorkers puts into the scope how many workers to render (see decideScaling).
+// planWorkers puts into the scope how many workers of each set to render (see decideScaling).
+// Each set scales on its own; the ScalingDown condition tells of every set that waits.
 func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, s *reconcileScope) error {
-	plan, err := r.decideScaling(ctx, s.desired, r.slurmFor(s), &s.cluster.Status, s.facts)
-	s.facts.scaling, s.facts.scalingDecided = plan, err == nil
-	return err
+	api, prev := r.slurmFor(s), &s.cluster.Status
+	var plan scaling
+	var reasons, messages []string
+	for _, set := range s.desired.WorkerSets() {
+		p, err := r.decideScaling(ctx, s.desired, set, api, prev, s.facts)
+		if err != nil {
+			s.facts.scalingDecided = false
+			return err
+		}
+		if set.Default() {
+			plan.replicas = p.replicas
+		} else {
+			if plan.sets == nil {
+				plan.sets = map[string]int32{}
+			}
+			plan.sets[set.Name] = p.replicas
+		}
+		if p.active {
+			plan.active = true
+			reasons, messages = append(reasons, p.reason), append(messages, p.message)
+		}
+	}
+	if plan.active {
+		// The first waiting set's reason: a set that cannot ask Slurm says so first.
+		plan.reason, plan.message = reasons[0], strings.Join(messages, "; ")
+	} else {
+		r.resumeCancelledScaleDown(ctx, s.desired, api, prev, s.facts)
+	}
+	s.facts.scaling, s.facts.scalingDecided = plan, true
+	return nil
 }
 
-// decideScaling decides how many workers to render. Scaling up is immediate. Scaling down never
-// removes a worker that may run a job: the nodes above the new size are drained in Slurm with
-// the operator's reason, and the StatefulSet (and the node list) shrink only once every one of
-// them is drained and idle, or down. When Slurm cannot be asked, nothing shrinks (fail closed).
-func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, api SlurmAPI, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
-	want := sc.Spec.SlurmNodes.Worker.Size
+// decideScaling decides how many workers of a set to render. Scaling up is immediate. Scaling
+// down never removes a worker that may run a job: the nodes above the new size are drained in
+// Slurm with the operator's reason, and the StatefulSet (and the node list) shrink only once
+// every one of them is drained and idle, or down. When Slurm cannot be asked, nothing shrinks
+// (fail closed).
+func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, set slurmv1alpha1.WorkerSet, api SlurmAPI, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
+	want := set.Worker.Size
 	live := &appsv1.StatefulSet{}
-	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentWorker)}, live)
+	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.WorkerSetStatefulSetName(set.Name)}, live)
 	if err != nil {
 		return scaling{}, err
 	}
@@ -89,15 +111,15 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		current = *live.Spec.Replicas
 	}
 	if current <= want {
-		r.resumeCancelledScaleDown(ctx, sc, api, prev, o)
 		return scaling{replicas: want}, nil
 	}
+	first, last := fmt.Sprintf("%s-%d", set.Name, want), fmt.Sprintf("%s-%d", set.Name, current-1)
 
 	closed := scaling{replicas: current, active: true}
 	nodes, err := api.Nodes(ctx)
 	if err != nil {
 		closed.reason = slurmErrorReason(err)
-		closed.message = fmt.Sprintf("keeping %d workers until Slurm can be asked which of worker-%d…worker-%d run jobs: %v", current, want, current-1, err)
+		closed.message = fmt.Sprintf("keeping %d workers until Slurm can be asked which of %s…%s run jobs: %v", current, first, last, err)
 		return closed, nil
 	}
 	o.slurmNodes, o.slurmReached = nodes, true
@@ -105,12 +127,12 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 	if err != nil {
 		return scaling{}, err
 	}
-	missing := slurm.Missing(nodes, workerNames(current))
+	missing := slurm.Missing(nodes, setNodeNames(set.Name, current))
 	// A leaving worker whose slurmd never started (its pod Pending, unschedulable, or its
 	// image not pulled) and that Slurm does not list cannot run a job: it needs no drain and
 	// holds nothing back. Fail closed on what may run jobs, not on what cannot.
 	missing = slices.DeleteFunc(missing, func(name string) bool {
-		return ordinalOf(name) >= int(want) && neverRan[name]
+		return !withinSize(sc, name) && neverRan[name]
 	})
 	if len(missing) > 0 {
 		closed.reason = slurmv1alpha1.ReasonSlurmAnswerIncomplete
@@ -123,7 +145,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 	}
 	var waiting []string
 	for i := want; i < current; i++ {
-		name := slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, i)
+		name := fmt.Sprintf("%s-%d", set.Name, i)
 		n, listed := byName[name]
 		if !listed {
 			continue // never ran (above): nothing to drain or wait for
@@ -145,7 +167,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		}
 	}
 	if len(waiting) > 0 {
-		if expired, since := graceExpired(sc, prev, now()); expired {
+		if expired, since := graceExpired(set.Worker, prev, now()); expired {
 			log.FromContext(ctx).Info("scale-down grace period over: removing workers that still run jobs", "nodes", waiting, "waited", since)
 			r.event(sc, corev1.EventTypeWarning, slurmv1alpha1.EventScaleDownGraceExpired, slurmv1alpha1.ConditionScalingDown, fmt.Sprintf("spec.slurmNodes.worker.scaleDownGracePeriodSeconds passed after %s: removing %s with their jobs", since.Round(time.Second), strings.Join(waiting, ", ")))
 			return scaling{replicas: want, active: true, reason: slurmv1alpha1.ReasonGracePeriodExpired,
@@ -156,7 +178,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		return closed, nil
 	}
 	return scaling{replicas: want, active: true, reason: slurmv1alpha1.ReasonRemovingNodes,
-		message: fmt.Sprintf("scaling %d → %d: worker-%d…worker-%d are drained and idle; removing them", current, want, want, current-1)}, nil
+		message: fmt.Sprintf("scaling %d → %d: %s…%s are drained and idle; removing them", current, want, first, last)}, nil
 }
 
 // workersThatNeverRan are the Slurm names of the workers whose pod exists and whose slurmd has
@@ -207,7 +229,7 @@ func (r *SlurmClusterReconciler) resumeCancelledScaleDown(ctx context.Context, s
 	o.slurmNodes, o.slurmReached = nodes, true
 	for _, n := range nodes {
 		// Nodes at or above the size are leaving (or gone): their drain stays.
-		if i := ordinalOf(n.Name); i < 0 || i >= int(sc.Spec.SlurmNodes.Worker.Size) {
+		if !withinSize(sc, n.Name) {
 			continue
 		}
 		if n.OwnedDrain() && n.Reason == slurmfacts.DrainScaleDown {
@@ -225,8 +247,8 @@ var now = time.Now
 // graceExpired reports whether the scale-down has waited longer than
 // spec.slurmNodes.worker.scaleDownGracePeriodSeconds. The wait started when ScalingDown turned
 // True (its last transition), so no extra state is kept.
-func graceExpired(sc *slurmv1alpha1.SlurmCluster, prev *slurmv1alpha1.SlurmClusterStatus, t time.Time) (bool, time.Duration) {
-	grace := sc.Spec.SlurmNodes.Worker.ScaleDownGracePeriodSeconds
+func graceExpired(w slurmv1alpha1.Worker, prev *slurmv1alpha1.SlurmClusterStatus, t time.Time) (bool, time.Duration) {
+	grace := w.ScaleDownGracePeriodSeconds
 	c := findCondition(prev, slurmv1alpha1.ConditionScalingDown)
 	if grace == nil || !meta.IsStatusConditionTrue(prev.Conditions, slurmv1alpha1.ConditionScalingDown) {
 		return false, 0

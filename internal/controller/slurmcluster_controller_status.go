@@ -163,12 +163,33 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		st.Workers.Ready = o.worker.Status.ReadyReplicas
 	}
 	st.Workers.Summary = fmt.Sprintf("%d/%d", st.Workers.Ready, st.Workers.Desired)
+	if !o.childrenUnknown {
+		st.NodeSets = nil
+		for _, ws := range sc.WorkerSets()[1:] {
+			ns := slurmv1alpha1.NodeSetStatus{Name: ws.Name, Desired: ws.Worker.Size}
+			if sts := o.nodeSets[ws.Name]; sts != nil {
+				ns.Replicas, ns.Ready = sts.Status.Replicas, sts.Status.ReadyReplicas
+			}
+			st.NodeSets = append(st.NodeSets, ns)
+		}
+	}
 	st.Workers.Selector = labels.SelectorFromSet(base.SelectorLabels(sc, slurmv1alpha1.ComponentWorker)).String()
 	if !o.childrenUnknown {
 		st.LoginEndpoint = loginEndpoint(o.loginService)
 	}
 	if o.gpu.Reason != "" { // else the nodes could not be read
-		set(slurmv1alpha1.ConditionGPUShape, o.gpu.Consistent, o.gpu.Reason, o.gpu.Message)
+		consistent, reason, msg := o.gpu.Consistent, o.gpu.Reason, o.gpu.Message
+		for _, ws := range sc.WorkerSets()[1:] {
+			g, ok := o.setGPUs[ws.Name]
+			if !ok {
+				continue
+			}
+			msg += "; node set " + ws.Name + ": " + g.Message
+			if consistent && !g.Consistent {
+				consistent, reason = false, g.Reason
+			}
+		}
+		set(slurmv1alpha1.ConditionGPUShape, consistent, reason, msg)
 	}
 	// A reconcile that stopped before deciding keeps what these said: the scale-down's grace
 	// period runs from ScalingDown's last transition, and a cancelled scale-down or a finished

@@ -50,7 +50,7 @@ func (r *SlurmClusterReconciler) workerPlacements(ctx context.Context, sc *slurm
 				labels[k] = v
 			}
 		}
-		out = append(out, base.WorkerPlacement{Name: slurmv1alpha1.SlurmNodeName(slurmv1alpha1.ComponentWorker, int32(i)), Node: node.Name, Labels: labels})
+		out = append(out, base.WorkerPlacement{Name: setOfPod(p) + "-" + strconv.Itoa(int(i)), Node: node.Name, Labels: labels})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
 	return out, nil

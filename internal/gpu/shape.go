@@ -57,7 +57,17 @@ func (s nodeShape) describe() string {
 // Find derives the workers' GPU shape from the nodes the worker filter selects. An explicit
 // spec.slurmNodes.worker.gpu sets the count; node labels still give the type when they agree.
 func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
-	matching := MatchingNodes(sc, nodes)
+	return FindSet(sc, sc.WorkerSets()[0], nodes)
+}
+
+// FindSet is Find for one worker set: its filter's nodes, its gpu field.
+func FindSet(sc *slurmv1alpha1.SlurmCluster, set slurmv1alpha1.WorkerSet, nodes []corev1.Node) Result {
+	matching := MatchingSetNodes(sc, set, nodes)
+	field := setField(sc, set) + ".gpu"
+	filter := "the worker filter"
+	if !set.Default() {
+		filter = "the filter of node set " + set.Name
+	}
 	groups := map[string][]string{}
 	shapes := map[string]nodeShape{}
 	for _, n := range matching {
@@ -81,17 +91,17 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 		return keys[i] < keys[j]
 	})
 
-	explicit := sc.Spec.SlurmNodes.Worker.GPU
+	explicit := set.Worker.GPU
 	if len(keys) == 0 {
 		if explicit != nil && *explicit > 0 {
 			return Result{GPU: base.GPU{Count: *explicit}, Source: "Spec", Consistent: true, Reason: slurmv1alpha1.ReasonFromSpec,
-				Message: fmt.Sprintf("spec.slurmNodes.worker.gpu is %d; no matching node has GPU Operator labels, so the gres is untyped", *explicit)}
+				Message: fmt.Sprintf("%s is %d; no matching node has GPU Operator labels, so the gres is untyped", field, *explicit)}
 		}
 		if explicit != nil {
-			return Result{Consistent: true, Reason: slurmv1alpha1.ReasonFromSpec, Message: "spec.slurmNodes.worker.gpu is 0: CPU-only workers"}
+			return Result{Consistent: true, Reason: slurmv1alpha1.ReasonFromSpec, Message: field + " is 0: CPU-only workers"}
 		}
 		return Result{Consistent: false, Reason: slurmv1alpha1.ReasonNoGPUNodes,
-			Message: fmt.Sprintf("none of the %d nodes the worker filter selects has %s=true: workers are CPU-only (no gres)", len(matching), LabelPresent)}
+			Message: fmt.Sprintf("none of the %d nodes %s selects has %s=true: workers are CPU-only (no gres)", len(matching), filter, LabelPresent)}
 	}
 	major := shapes[keys[0]]
 	res := Result{Product: major.product, Source: "NodeLabels", Consistent: true, Reason: slurmv1alpha1.ReasonFromNodeLabels}
@@ -106,7 +116,7 @@ func Find(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) Result {
 	res.GPU.RequireLabels = requireLabels(major)
 	if explicit != nil {
 		res.GPU.Count, res.GPU.MIG, res.Source, res.Reason = *explicit, nil, "Spec", slurmv1alpha1.ReasonFromSpec
-		res.Message = fmt.Sprintf("spec.slurmNodes.worker.gpu is %d; type %q from the node labels", *explicit, res.GPU.Type)
+		res.Message = fmt.Sprintf("%s is %d; type %q from the node labels", field, *explicit, res.GPU.Type)
 		if *explicit == 0 {
 			res.GPU.Type = ""
 		}
@@ -174,8 +184,24 @@ func readShape(n corev1.Node) (nodeShape, bool) {
 // MatchingNodes are the nodes the worker's k8sNodeFilter selects (nodeSelector and required
 // node affinity; tolerations only permit, they do not select).
 func MatchingNodes(sc *slurmv1alpha1.SlurmCluster, nodes []corev1.Node) []corev1.Node {
+	return MatchingSetNodes(sc, sc.WorkerSets()[0], nodes)
+}
+
+// setField is the spec path of a worker set: spec.slurmNodes.worker, or
+// spec.slurmNodes.nodeSets[i].
+func setField(sc *slurmv1alpha1.SlurmCluster, set slurmv1alpha1.WorkerSet) string {
+	for i, ns := range sc.Spec.SlurmNodes.NodeSets {
+		if ns.Name == set.Name && !set.Default() {
+			return fmt.Sprintf("spec.slurmNodes.nodeSets[%d]", i)
+		}
+	}
+	return "spec.slurmNodes.worker"
+}
+
+// MatchingSetNodes are the nodes a worker set's k8sNodeFilter selects.
+func MatchingSetNodes(sc *slurmv1alpha1.SlurmCluster, set slurmv1alpha1.WorkerSet, nodes []corev1.Node) []corev1.Node {
 	pod := &corev1.Pod{}
-	base.Scheduling(sc, sc.Spec.SlurmNodes.Worker.K8sNodeFilterName, &pod.Spec)
+	base.Scheduling(sc, set.Worker.K8sNodeFilterName, &pod.Spec)
 	req := nodeaffinity.GetRequiredNodeAffinity(pod)
 	var out []corev1.Node
 	for i := range nodes {

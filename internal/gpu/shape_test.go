@@ -91,7 +91,7 @@ func TestGoldenShapes(t *testing.T) {
 			in := fixtures.Input(sc)
 			in.GPU = res.GPU
 			cm := shared.SlurmConfigMap(in)
-			sts, err := worker.StatefulSet(in)
+			sts, err := worker.StatefulSet(in, in.Cluster.WorkerSets()[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,5 +182,47 @@ func TestOnlyGPULabelsAreShapeLabels(t *testing.T) {
 		if gpu.IsShapeLabel(key) != want {
 			t.Errorf("IsShapeLabel(%q) != %v", key, want)
 		}
+	}
+}
+
+// Each node set's shape comes from its own filter's nodes: H100 workers and an A100 set side by
+// side are two consistent shapes, not a disagreement that keeps the minority idle.
+func TestEachNodeSetHasTheShapeOfItsOwnNodes(t *testing.T) {
+	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_nodesets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.SlurmNodes.Worker.GPU = nil
+	sc.Spec.SlurmNodes.NodeSets[0].GPU = nil
+	sc = base.WithDefaults(sc)
+	all := append(append(nodes(3, "NVIDIA-H100-80GB-HBM3", 8, map[string]string{"node.example.com/pool": "h100"}),
+		nodes(2, "NVIDIA-A100-SXM4-40GB", 4, map[string]string{"node.example.com/pool": "a100"})...),
+		node("cpu-0", "", 0, map[string]string{"node.example.com/pool": "cpu"}))
+	sets := sc.WorkerSets()
+	for _, tc := range []struct {
+		set, typ string
+		count    int32
+		product  string
+	}{
+		{"worker", "h100", 8, "NVIDIA-H100-80GB-HBM3"},
+		{"a100", "a100", 4, "NVIDIA-A100-SXM4-40GB"},
+		{"cpu", "", 0, ""},
+	} {
+		var set slurmv1alpha1.WorkerSet
+		for _, s := range sets {
+			if s.Name == tc.set {
+				set = s
+			}
+		}
+		res := gpu.FindSet(sc, set, all)
+		if !res.Consistent || res.GPU.Count != tc.count || res.GPU.Type != tc.typ {
+			t.Errorf("set %s: got %d × %q (consistent %v: %s), want %d × %q", tc.set, res.GPU.Count, res.GPU.Type, res.Consistent, res.Message, tc.count, tc.typ)
+		}
+		if tc.product != "" && res.GPU.RequireLabels[gpu.LabelProduct] != tc.product {
+			t.Errorf("set %s: pinned to %v, want the product %s", tc.set, res.GPU.RequireLabels, tc.product)
+		}
+	}
+	if msg := gpu.FindSet(sc, sets[2], all).Message; !strings.Contains(msg, "spec.slurmNodes.nodeSets[1].gpu is 0") {
+		t.Errorf("the CPU set's message does not name its field: %s", msg)
 	}
 }

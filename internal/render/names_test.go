@@ -37,6 +37,9 @@ func TestEveryChildIsNamedInNamesGo(t *testing.T) {
 				slurmv1alpha1.ComponentLogin, slurmv1alpha1.ComponentAccounting, slurmv1alpha1.ComponentExporter} {
 				known[sc.ComponentName(c)], known[sc.HeadlessServiceName(c)] = true, true
 			}
+			for _, set := range sc.WorkerSets() {
+				known[sc.WorkerSetStatefulSetName(set.Name)] = true
+			}
 			subMounts := map[string]bool{}
 			for _, m := range append(sc.Spec.SlurmNodes.Worker.Volumes.JailSubMounts, sc.Spec.SlurmNodes.Login.Volumes.JailSubMounts...) {
 				subMounts[slurmv1alpha1.SubMountVolumeName(m.Name)] = true

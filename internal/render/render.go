@@ -50,6 +50,9 @@ func All(in base.Input) ([]Part, error) {
 	if err := slurmconf.CheckTopology(sc); err != nil {
 		return nil, err
 	}
+	if err := slurmconf.CheckNodeSetResources(sc); err != nil {
+		return nil, err
+	}
 	parts := []Part{{Component: SharedComponent, Objects: []client.Object{
 		shared.MungeKeySecret(in),
 		shared.JWTKeySecret(in),
@@ -71,11 +74,16 @@ func All(in base.Input) ([]Part, error) {
 	}
 	parts = append(parts, Part{Component: slurmv1alpha1.ComponentController, Objects: withPolicy(netpol.Controller, slurmctld.Service(in), ctl)})
 
-	wrk, err := worker.StatefulSet(in)
+	sets, err := worker.StatefulSets(in)
 	if err != nil {
 		return nil, fmt.Errorf("render worker statefulset: %w", err)
 	}
-	parts = append(parts, Part{Component: slurmv1alpha1.ComponentWorker, Objects: withPolicy(netpol.Worker, worker.Service(in), wrk, worker.BusyPodDisruptionBudget(in))})
+	wrk := []client.Object{worker.Service(in)}
+	for _, sts := range sets {
+		wrk = append(wrk, sts)
+	}
+	wrk = append(wrk, worker.BusyPodDisruptionBudget(in))
+	parts = append(parts, Part{Component: slurmv1alpha1.ComponentWorker, Objects: withPolicy(netpol.Worker, wrk...)})
 
 	lgn, err := login.StatefulSet(in)
 	if err != nil {

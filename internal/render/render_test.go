@@ -33,6 +33,7 @@ var samples = []string{
 	"slurm_v1alpha1_slurmcluster",
 	"slurm_v1alpha1_slurmcluster_minimal",
 	"slurm_v1alpha1_slurmcluster_externaldb",
+	"slurm_v1alpha1_slurmcluster_nodesets",
 }
 
 // renderSample renders config/samples/NAME.yaml with the fixtures' keys.
@@ -214,7 +215,7 @@ func TestPodAnnotationsReachTheWorkerAndLoginPods(t *testing.T) {
 	sc.Spec.SlurmNodes.Worker.PodAnnotations = map[string]string{"k8s.v1.cni.cncf.io/networks": "rdma-net"}
 	sc.Spec.SlurmNodes.Login.PodAnnotations = map[string]string{"sidecar.istio.io/inject": "false"}
 	in := fixtures.Input(sc)
-	w, err := worker.StatefulSet(in)
+	w, err := worker.StatefulSet(in, in.Cluster.WorkerSets()[0])
 	if err != nil {
 		t.Fatal(err)
 	}

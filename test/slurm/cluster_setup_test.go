@@ -113,7 +113,7 @@ func entrypointRunFiles(t testing.TB, in base.Input, minors []int, node ...int) 
 	var cfg jailexec.Config
 	fs := flag.NewFlagSet("slurm-jail-exec", flag.ContinueOnError)
 	jailexec.GPUFlags(fs, &cfg)
-	if err := fs.Parse(slurmconf.WorkerGPUFlags(in)); err != nil {
+	if err := fs.Parse(slurmconf.WorkerGPUFlags(in, in.Cluster.WorkerSets()[0])); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.GresConf == "" {

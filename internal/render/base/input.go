@@ -22,6 +22,12 @@ type Input struct {
 	// Workers is how many workers to render (the StatefulSet's replicas and slurm.conf's node
 	// list): the spec's size, or more while leaving workers still drain. Nil: the spec's size.
 	Workers *int32
+	// SetGPUs is the GPU shape of each node set's workers, by set name (spec.slurmNodes.worker's
+	// is GPU). A set missing here has CPU-only workers.
+	SetGPUs map[string]GPU
+	// SetWorkers is how many workers of each node set to render, by set name, as Workers is for
+	// spec.slurmNodes.worker. A set missing here: its size.
+	SetWorkers map[string]int32
 	// NodeAddresses are the pod addresses of the cluster's Slurm nodes, by Slurm node name
 	// (controller-0, worker-3, login-1), sorted: the names users ssh to.
 	NodeAddresses []NodeAddress
@@ -70,6 +76,47 @@ func (in Input) WorkerCount() int32 {
 		return *in.Workers
 	}
 	return in.Cluster.Spec.SlurmNodes.Worker.Size
+}
+
+// GPUOf is the GPU shape of a worker set's workers.
+func (in Input) GPUOf(set string) GPU {
+	if set == slurmv1alpha1.DefaultNodeSet {
+		return in.GPU
+	}
+	return in.SetGPUs[set]
+}
+
+// WorkerCountOf is how many workers of a set to render.
+func (in Input) WorkerCountOf(set slurmv1alpha1.WorkerSet) int32 {
+	if set.Default() {
+		return in.WorkerCount()
+	}
+	if n, ok := in.SetWorkers[set.Name]; ok {
+		return n
+	}
+	return set.Worker.Size
+}
+
+// WorkerSets are the cluster's worker sets (slurmNodes.worker, then the node sets).
+func (in Input) WorkerSets() []slurmv1alpha1.WorkerSet { return in.Cluster.WorkerSets() }
+
+// TotalWorkers is how many workers of every set to render.
+func (in Input) TotalWorkers() int32 {
+	var n int32
+	for _, s := range in.WorkerSets() {
+		n += in.WorkerCountOf(s)
+	}
+	return n
+}
+
+// HasGPUWorkers says whether any worker set has GPUs and workers to render.
+func (in Input) HasGPUWorkers() bool {
+	for _, s := range in.WorkerSets() {
+		if in.GPUOf(s.Name).Total() > 0 && in.WorkerCountOf(s) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ExporterTokenKey is the exporter's token's key in its Secret (Keys.ExporterToken).

@@ -239,11 +239,16 @@ func DNSConfig(sc *slurmv1alpha1.SlurmCluster, namespace, clusterDomain string) 
 // PodIndexEnv exposes the StatefulSet ordinal of the pod as POD_INDEX, and the Slurm node name
 // (worker-3, login-0) as SLURM_NODE_NAME.
 func PodIndexEnv(comp slurmv1alpha1.Component) []corev1.EnvVar {
+	return NodeNameEnv(string(comp))
+}
+
+// NodeNameEnv is PodIndexEnv for Slurm node names <prefix>-N: a worker set's nodes.
+func NodeNameEnv(prefix string) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "POD_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 			FieldPath: "metadata.labels['" + LabelPodIndex + "']",
 		}}},
-		{Name: "SLURM_NODE_NAME", Value: string(comp) + "-$(POD_INDEX)"},
+		{Name: "SLURM_NODE_NAME", Value: prefix + "-$(POD_INDEX)"},
 	}
 }
 

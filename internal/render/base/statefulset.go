@@ -22,6 +22,13 @@ type StatefulSetParams struct {
 	// OnDelete leaves pods on their old template until they are deleted: the operator replaces
 	// worker pods itself, one drained node at a time, so an update never kills a job.
 	OnDelete bool
+	// Name is the StatefulSet's name. Empty: the component's name.
+	Name string
+	// SetLabels go on the StatefulSet, its pods and its selector besides the component's: a
+	// worker node set's label, which keeps the sets' pods apart.
+	SetLabels map[string]string
+	// Annotations go on the StatefulSet itself.
+	Annotations map[string]string
 }
 
 // StatefulSet builds a component's StatefulSet. Pods start in parallel, and claims are kept
@@ -41,13 +48,25 @@ func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.St
 	if p.OnDelete {
 		strategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	}
+	name := p.Name
+	if name == "" {
+		name = sc.ComponentName(p.Component)
+	}
+	meta := ObjectMeta(sc, name, p.Component)
+	selector, podLabels := SelectorLabels(sc, p.Component), Labels(sc, p.Component)
+	for k, v := range p.SetLabels {
+		meta.Labels[k], selector[k], podLabels[k] = v, v, v
+	}
+	if len(p.Annotations) > 0 {
+		meta.Annotations = p.Annotations
+	}
 	return &appsv1.StatefulSet{
 		TypeMeta:   TypeMeta("apps/v1", "StatefulSet"),
-		ObjectMeta: ObjectMeta(sc, sc.ComponentName(p.Component), p.Component),
+		ObjectMeta: meta,
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:             ptr.To(p.Replicas),
 			ServiceName:          sc.HeadlessServiceName(p.Component),
-			Selector:             &metav1.LabelSelector{MatchLabels: SelectorLabels(sc, p.Component)},
+			Selector:             &metav1.LabelSelector{MatchLabels: selector},
 			PodManagementPolicy:  appsv1.ParallelPodManagement,
 			UpdateStrategy:       strategy,
 			VolumeClaimTemplates: claims,
@@ -56,7 +75,7 @@ func StatefulSet(sc *slurmv1alpha1.SlurmCluster, p StatefulSetParams) *appsv1.St
 				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(sc, p.Component), Annotations: p.PodAnnotations},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: p.PodAnnotations},
 				Spec:       pod,
 			},
 		},

@@ -2,6 +2,7 @@ package slurmconf
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,7 +125,7 @@ func slurmBaseConf(in base.Input) string {
 	w.kv("KillWait", 30)
 	w.kv("MinJobAge", 300)
 	w.kv("Waittime", 0)
-	if in.GPU.Total() > 0 {
+	if anyGPU(in) {
 		w.kv("GresTypes", "gpu")
 	}
 	if t := spec.SlurmConfig.Topology; t != nil {
@@ -178,33 +179,47 @@ func slurmBaseConf(in base.Input) string {
 			w.comment("Jobs are held to associations and their limits: users need an association (sacctmgr).")
 			w.kv("AccountingStorageEnforce", strings.Join(vals, ","))
 		}
-		if in.GPU.Total() > 0 {
+		if anyGPU(in) {
 			w.kv("AccountingStorageTRES", "gres/gpu")
 		}
 		w.kv("JobAcctGatherFrequency", 30)
 	}
 	w.blank()
 	w.comment("Nodes: Slurm names worker-N, addresses are the worker pods' names.")
-	workers := in.WorkerCount()
-	if workers > 0 {
-		w.line(nodeLine(in))
+	if len(in.WorkerSets()) > 1 {
+		w.comment("Each node set's nodes are <set>-N, run by the StatefulSet <cluster>-<set>.")
+	}
+	for _, set := range in.WorkerSets() {
+		if in.WorkerCountOf(set) > 0 {
+			w.line(nodeLine(in, set))
+		}
 	}
 	w.blank()
 	for _, p := range partitions(sc) {
-		w.line(partitionLine(p, workers))
+		w.line(partitionLine(in, p))
 	}
 	return w.String()
 }
 
-func nodeLine(in base.Input) string {
-	sc := in.Cluster
-	n := in.WorkerCount()
-	parts := []string{
-		"NodeName=" + Range(string(slurmv1alpha1.ComponentWorker), n),
-		"NodeAddr=" + Range(sc.ComponentName(slurmv1alpha1.ComponentWorker), n),
-		"NodeHostname=" + Range(sc.ComponentName(slurmv1alpha1.ComponentWorker), n),
+// anyGPU says whether a worker set has GPUs.
+func anyGPU(in base.Input) bool {
+	for _, set := range in.WorkerSets() {
+		if in.GPUOf(set.Name).Total() > 0 {
+			return true
+		}
 	}
-	res := WorkerResources(sc)
+	return false
+}
+
+func nodeLine(in base.Input, set slurmv1alpha1.WorkerSet) string {
+	sc := in.Cluster
+	n := in.WorkerCountOf(set)
+	parts := []string{
+		"NodeName=" + Range(set.Name, n),
+		"NodeAddr=" + Range(sc.WorkerSetStatefulSetName(set.Name), n),
+		"NodeHostname=" + Range(sc.WorkerSetStatefulSetName(set.Name), n),
+	}
+	res := SetResources(set.Worker)
 	if t := res.Topology; t != nil {
 		parts = append(parts, fmt.Sprintf("CPUs=%d Sockets=%d CoresPerSocket=%d ThreadsPerCore=%d", t.HostCPUs(), t.Sockets, t.CoresPerSocket, t.ThreadsPerCore))
 		if t.CoreSpecCount > 0 {
@@ -216,10 +231,12 @@ func nodeLine(in base.Input) string {
 	if res.RealMemoryMiB > 0 {
 		parts = append(parts, fmt.Sprintf("RealMemory=%d", res.RealMemoryMiB))
 	}
-	if in.GPU.Total() > 0 {
-		parts = append(parts, "Gres="+gresSpec(in.GPU))
+	if g := in.GPUOf(set.Name); g.Total() > 0 {
+		parts = append(parts, "Gres="+gresSpec(g))
 	}
-	parts = append(parts, "Features=worker", "State=UNKNOWN")
+	// The set's name is a feature of its nodes: --constraint=a100 picks the a100 set.
+	features := append([]string{set.Name}, set.Features...)
+	parts = append(parts, "Features="+strings.Join(features, ","), "State=UNKNOWN")
 	return strings.Join(parts, " ")
 }
 
@@ -246,10 +263,19 @@ func partitions(sc *slurmv1alpha1.SlurmCluster) []slurmv1alpha1.Partition {
 	return ps
 }
 
-func partitionLine(p slurmv1alpha1.Partition, workers int32) string {
+func partitionLine(in base.Input, p slurmv1alpha1.Partition) string {
 	parts := []string{"PartitionName=" + p.Name}
-	if workers > 0 {
-		parts = append(parts, "Nodes="+Range(string(slurmv1alpha1.ComponentWorker), workers))
+	var nodes []string
+	for _, set := range in.WorkerSets() {
+		if len(p.NodeSets) > 0 && !slices.Contains(p.NodeSets, set.Name) {
+			continue
+		}
+		if n := in.WorkerCountOf(set); n > 0 {
+			nodes = append(nodes, Range(set.Name, n))
+		}
+	}
+	if len(nodes) > 0 {
+		parts = append(parts, "Nodes="+strings.Join(nodes, ","))
 	}
 	if p.Default {
 		parts = append(parts, "Default=YES")
@@ -276,8 +302,10 @@ func slurmExtraConf(sc *slurmv1alpha1.SlurmCluster) string {
 // gresMode is how slurmd finds the workers' GPUs: MIG instances are not plain device files,
 // and only NVML sees them.
 func gresMode(in base.Input) slurmv1alpha1.GresAutoDetect {
-	if in.GPU.MIGDevices() {
-		return slurmv1alpha1.GresAutoDetectNVML
+	for _, set := range in.WorkerSets() {
+		if in.GPUOf(set.Name).MIGDevices() {
+			return slurmv1alpha1.GresAutoDetectNVML
+		}
 	}
 	return in.Cluster.Spec.SlurmNodes.Worker.GresAutoDetect
 }
@@ -295,7 +323,7 @@ func gresConf(in base.Input) string {
 	default:
 		w.kv("AutoDetect", "off")
 	}
-	if in.GPU.Total() == 0 || in.WorkerCount() == 0 || (mode != "" && mode != slurmv1alpha1.GresAutoDetectOff) {
+	if !in.HasGPUWorkers() || (mode != "" && mode != slurmv1alpha1.GresAutoDetectOff) {
 		return w.String()
 	}
 	// A worker's GPUs are the ones the device plugin gave its pod, not the first N of its node:
@@ -310,19 +338,20 @@ func gresConf(in base.Input) string {
 // their gres.conf lines (type, and with the host's topology each GPU's socket's cores, the GPUs
 // split evenly across sockets in order, as on HGX and DGX hosts; Slurm numbers cores socket by
 // socket). MIG devices are left to NVML.
-func WorkerGPUFlags(in base.Input) []string {
-	if in.GPU.Count == 0 || in.GPU.MIGDevices() {
+func WorkerGPUFlags(in base.Input, set slurmv1alpha1.WorkerSet) []string {
+	g := in.GPUOf(set.Name)
+	if g.Count == 0 || g.MIGDevices() {
 		return nil
 	}
-	flags := []string{"--gpus", strconv.Itoa(int(in.GPU.Count))}
+	flags := []string{"--gpus", strconv.Itoa(int(g.Count))}
 	if mode := gresMode(in); mode != "" && mode != slurmv1alpha1.GresAutoDetectOff {
 		return flags
 	}
 	flags = append(flags, "--gres-conf", slurmfacts.NodeGresConf)
-	if in.GPU.Type != "" {
-		flags = append(flags, "--gpu-type", in.GPU.Type)
+	if g.Type != "" {
+		flags = append(flags, "--gpu-type", g.Type)
 	}
-	if t := WorkerResources(in.Cluster).Topology; t != nil {
+	if t := SetResources(set.Worker).Topology; t != nil {
 		flags = append(flags, "--gpu-topology", fmt.Sprintf("%d:%d", t.Sockets, t.CoresPerSocket))
 	}
 	return flags

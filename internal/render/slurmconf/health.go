@@ -2,6 +2,7 @@ package slurmconf
 
 import (
 	_ "embed"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -28,11 +29,7 @@ func nodeHealth(in base.Input) string {
 	for _, c := range checks {
 		names = append(names, string(c))
 	}
-	// MIG devices are not whole GPUs: the count check compares whole GPUs only.
-	gpus := in.GPU.Count
-	if in.GPU.MIGDevices() {
-		gpus = 0
-	}
+	gpus := expectedGPUs(in)
 	marker := ""
 	if pj := in.Cluster.Spec.PopulateJail; pj != nil && pj.Image != "" {
 		marker = "/" + slurmfacts.JailMarkerFile
@@ -45,8 +42,32 @@ func nodeHealth(in base.Input) string {
 		"@MIN_FREE_KB@", strconv.FormatInt((minFree+1023)/1024, 10),
 		"@CHECKS@", strings.Join(names, " "),
 		"@ACTION@", string(pc.Action),
-		"@GPUS@", strconv.Itoa(int(gpus)),
+		"@GPUS@", gpus,
 		"@JAIL_MARKER@", marker,
 		"@DRAIN_HEALTH@", slurmfacts.DrainHealth,
 	).Replace(nodeHealthTemplate)
+}
+
+// expectedGPUs is the health check's count of whole GPUs a node has: a number, or with node
+// sets a shell expression that picks the count of the node's set by its name (SLURMD_NODENAME).
+// MIG devices are not whole GPUs: the count check compares whole GPUs only.
+func expectedGPUs(in base.Input) string {
+	whole := func(set string) string {
+		g := in.GPUOf(set)
+		if g.MIGDevices() {
+			return "0"
+		}
+		return strconv.Itoa(int(g.Count))
+	}
+	sets := in.WorkerSets()
+	if len(sets) == 1 {
+		return whole(sets[0].Name)
+	}
+	var b strings.Builder
+	b.WriteString(`$(case "${SLURMD_NODENAME:-}" in`)
+	for _, s := range sets[1:] {
+		fmt.Fprintf(&b, " %s-*) echo %s ;;", s.Name, whole(s.Name))
+	}
+	fmt.Fprintf(&b, " *) echo %s ;; esac)", whole(sets[0].Name))
+	return b.String()
 }

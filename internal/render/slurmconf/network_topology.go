@@ -40,9 +40,9 @@ func networkTopology(in base.Input) (string, []string) {
 	placed := placedWorkers(in)
 	var warnings []string
 	if t.Plugin == slurmv1alpha1.TopologyBlock {
-		warnings = blockTopology(w, t, placed)
+		warnings = blockTopology(w, t, setNames(in), placed)
 	} else {
-		warnings = treeTopology(w, t, placed)
+		warnings = treeTopology(w, t, setNames(in), placed)
 	}
 	return w.String(), warnings
 }
@@ -53,23 +53,28 @@ func TopologyWarnings(in base.Input) []string {
 	return warnings
 }
 
-// placed is a worker's index and its node's topology labels.
+// placed is a worker's key (setKey) and its node's topology labels.
 type placed struct {
 	index  int
 	labels map[string]string
 }
 
-// placedWorkers are the workers rendered in slurm.conf that run on a node, by index.
+// setKey orders the workers of every set in one sequence: set k's worker i is
+// k*setKeyStride + i (a set has at most 4096 workers).
+const setKeyStride = 1 << 20
+
+// placedWorkers are the workers rendered in slurm.conf that run on a node, by set and index.
 func placedWorkers(in base.Input) []placed {
-	n := int(in.WorkerCount())
 	var out []placed
 	for _, p := range in.Placements {
-		rest, ok := strings.CutPrefix(p.Name, string(slurmv1alpha1.ComponentWorker)+"-")
-		i, err := strconv.Atoi(rest)
-		if !ok || err != nil || i < 0 || i >= n {
-			continue
+		for k, set := range in.WorkerSets() {
+			rest, ok := strings.CutPrefix(p.Name, set.Name+"-")
+			i, err := strconv.Atoi(rest)
+			if !ok || err != nil || i < 0 || i >= int(in.WorkerCountOf(set)) {
+				continue
+			}
+			out = append(out, placed{index: k*setKeyStride + i, labels: p.Labels})
 		}
-		out = append(out, placed{index: i, labels: p.Labels})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].index < out[b].index })
 	return out
@@ -78,7 +83,7 @@ func placedWorkers(in base.Input) []placed {
 // blockTopology writes a block per value of the block label, in the values' order (Slurm pairs
 // neighbouring blocks into larger ones, and sites name neighbouring racks alike), the workers
 // on unlabelled nodes last, then BlockSizes.
-func blockTopology(w *writer, t *slurmv1alpha1.NetworkTopology, workers []placed) []string {
+func blockTopology(w *writer, t *slurmv1alpha1.NetworkTopology, sets []string, workers []placed) []string {
 	groups := map[string][]int{}
 	for _, p := range workers {
 		v := p.labels[t.BlockLabel]
@@ -103,7 +108,7 @@ func blockTopology(w *writer, t *slurmv1alpha1.NetworkTopology, workers []placed
 	}
 	smallest, smallestName := int32(0), ""
 	for _, name := range names {
-		w.line("BlockName=" + name + " Nodes=" + NodeList(string(slurmv1alpha1.ComponentWorker), groups[name]))
+		w.line("BlockName=" + name + " Nodes=" + setNodeList(sets, groups[name]))
 		if n := int32(len(groups[name])); smallest == 0 || n < smallest {
 			smallest, smallestName = n, name
 		}
@@ -148,7 +153,7 @@ func blockSizes(spec []int32, smallest int32, smallestName string) ([]int32, str
 // its nodes' next label names, and so on up; every switch without a parent goes under one
 // root. A worker's chain ends at the first level its node has no label for; a worker on a node
 // without the leaf label is under the leaf switch "unlabelled".
-func treeTopology(w *writer, t *slurmv1alpha1.NetworkTopology, workers []placed) []string {
+func treeTopology(w *writer, t *slurmv1alpha1.NetworkTopology, sets []string, workers []placed) []string {
 	if len(workers) == 0 {
 		w.comment("No worker runs on a node yet.")
 		return nil
@@ -241,7 +246,7 @@ func treeTopology(w *writer, t *slurmv1alpha1.NetworkTopology, workers []placed)
 			tops = append(tops, names[k])
 		}
 		if k.level == 0 {
-			w.line("SwitchName=" + names[k] + " Nodes=" + NodeList(string(slurmv1alpha1.ComponentWorker), leaves[k]))
+			w.line("SwitchName=" + names[k] + " Nodes=" + setNodeList(sets, leaves[k]))
 			continue
 		}
 		var kids []string
@@ -299,6 +304,31 @@ func uniqueName(value string, level int, used map[string]bool) string {
 	}
 	used[name] = true
 	return name
+}
+
+// setNames are the worker sets' names in order (the sets of setKey).
+func setNames(in base.Input) []string {
+	var out []string
+	for _, s := range in.WorkerSets() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// setNodeList is NodeList over the workers of several sets, given by setKey: each set's
+// expression, comma-separated, in the sets' order.
+func setNodeList(sets []string, keys []int) string {
+	bySet := map[int][]int{}
+	for _, k := range keys {
+		bySet[k/setKeyStride] = append(bySet[k/setKeyStride], k%setKeyStride)
+	}
+	var parts []string
+	for k, name := range sets {
+		if len(bySet[k]) > 0 {
+			parts = append(parts, NodeList(name, bySet[k]))
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // NodeList is Slurm's hostlist expression for prefix-i of each index, sorted: "worker-[0,2,4-6]",

@@ -100,7 +100,7 @@ func TestGresFollowsTheGPUShape(t *testing.T) {
 	if g := gresConf(in); !strings.Contains(g, "\nInclude "+slurmfacts.NodeGresConf+"\n") || strings.Contains(g, "File=") {
 		t.Fatalf("gres.conf:\n%s", g)
 	}
-	if f := strings.Join(WorkerGPUFlags(in), " "); f != "--gpus 8 --gres-conf "+slurmfacts.NodeGresConf+" --gpu-type h100" {
+	if f := strings.Join(WorkerGPUFlags(in, in.Cluster.WorkerSets()[0]), " "); f != "--gpus 8 --gres-conf "+slurmfacts.NodeGresConf+" --gpu-type h100" {
 		t.Fatalf("worker entrypoint flags: %q", f)
 	}
 	if s := slurmBaseConf(in); !strings.Contains(s, "Gres=gpu:h100:8") || !strings.Contains(s, "GresTypes=gpu") {
@@ -139,7 +139,7 @@ func TestGresAutoDetectModes(t *testing.T) {
 			t.Errorf("%s (mig %v): the pod's device files included = %v, want %v:\n%s", tc.mode, tc.mig, got, tc.filesLine, g)
 		}
 		// Whole GPUs are the pod's own in every mode (the jail shows no other); MIG is NVML's.
-		flags := strings.Join(WorkerGPUFlags(in), " ")
+		flags := strings.Join(WorkerGPUFlags(in, in.Cluster.WorkerSets()[0]), " ")
 		if want := map[bool]string{true: "", false: "--gpus 8"}[tc.mig]; !strings.HasPrefix(flags, want) || (tc.mig && flags != "") {
 			t.Errorf("%s (mig %v): entrypoint flags %q", tc.mode, tc.mig, flags)
 		}

@@ -59,7 +59,7 @@ func TestTheNodeLineDescribesTheHostsTopology(t *testing.T) {
 			}
 			b.WriteString("--- gres.conf\n" + files[GresConf])
 			// What a worker's entrypoint writes for a pod given every GPU of its host.
-			flags := WorkerGPUFlags(tc.in)
+			flags := WorkerGPUFlags(tc.in, tc.in.Cluster.WorkerSets()[0])
 			b.WriteString("--- worker entrypoint: " + strings.Join(flags, " ") + "\n")
 			if tc.in.GPU.Count > 0 {
 				// Read as the entrypoint reads its flags.

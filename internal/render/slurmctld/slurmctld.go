@@ -255,7 +255,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: base.VolumeSlurmConfig, MountPath: slurmfacts.ConfDir, ReadOnly: true},
 		},
-		Resources:       RestdResources(in.WorkerCount()),
+		Resources:       RestdResources(in.TotalWorkers()),
 		SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To(slurmfacts.NobodyUID), RunAsGroup: ptr.To(slurmfacts.NobodyUID), RunAsNonRoot: ptr.To(true)},
 		ReadinessProbe:  base.TCPProbe("slurmrestd", 5),
 	}))

@@ -43,7 +43,7 @@ func TestWorkerSSHDRunsWithSlurmdAndItsPAMFile(t *testing.T) {
 		sc := sc.DeepCopy()
 		sc.Spec.SlurmNodes.Worker.SSH.RequireJob = tc.requireJob
 		sc.Spec.SlurmNodes.Worker.SSH.AdminGroups = tc.groups
-		sts, err := StatefulSet(fixtures.Input(sc))
+		sts, err := StatefulSet(fixtures.Input(sc), sc.WorkerSets()[0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,11 +34,26 @@ func Service(in base.Input) *corev1.Service {
 	})
 }
 
-// StatefulSet runs slurmd in the jail on each worker. Its pod template depends only on inputs
-// that need a restart: the worker count and the Slurm config are not part of it.
-func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
+// StatefulSets are the StatefulSets of every worker set: spec.slurmNodes.worker's, then each
+// node set's.
+func StatefulSets(in base.Input) ([]*appsv1.StatefulSet, error) {
+	var out []*appsv1.StatefulSet
+	for _, set := range in.WorkerSets() {
+		sts, err := StatefulSet(in, set)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sts)
+	}
+	return out, nil
+}
+
+// StatefulSet runs slurmd in the jail on each worker of a set. Its pod template depends only on
+// inputs that need a restart: the worker count and the Slurm config are not part of it.
+func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSet, error) {
 	sc := in.Cluster
-	spec := sc.Spec.SlurmNodes.Worker
+	spec := set.Worker
+	gpu := in.GPUOf(set.Name)
 	jailVols, jailMounts, subBinds, err := base.JailVolumes(sc, spec.Volumes.Jail, spec.Volumes.JailSubMounts)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -65,7 +80,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	}
 
 	resources := spec.Resources.Core()
-	for name, n := range gpuRequests(in.GPU) {
+	for name, n := range gpuRequests(gpu) {
 		if resources.Limits == nil {
 			resources.Limits = corev1.ResourceList{}
 		}
@@ -93,13 +108,13 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		base.JailBind{Source: PAMFile(sc), Target: "/etc/pam.d/sshd", ReadOnly: true},
 	)
 
-	env := base.PodIndexEnv(comp)
+	env := base.NodeNameEnv(set.Name)
 	slurmd := base.Container(sc, corev1.Container{
 		Name:  "slurmd",
-		Image: sc.Spec.Images.Worker,
+		Image: set.Image,
 		Command: base.WithEntrypointFlags(base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc,
 			append([]string{"/bin/sh", "-c", WorkerScript, "worker"}, base.SSHDArgs(22)...))...),
-			slurmconf.WorkerGPUFlags(in)...),
+			slurmconf.WorkerGPUFlags(in, set)...),
 		Env: append(env,
 			corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)},
 			corev1.EnvVar{Name: "SSHD_SCRIPT", Value: SSHDScript},
@@ -146,21 +161,42 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	})
 	containers := []corev1.Container{slurmd}
 	if sc.DockerEnabled() {
-		containers = append(containers, base.DockerdContainer(sc, sc.Spec.Images.Worker, nodeMounts, binds))
+		containers = append(containers, base.DockerdContainer(sc, set.Image, nodeMounts, binds))
 	}
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{nodeDirs(sc, jailMounts[0]), base.WaitForJail(sc, sc.Spec.Images.Worker), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
+		InitContainers:                []corev1.Container{nodeDirs(sc, jailMounts[0]), base.WaitForJail(sc, set.Image), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
 		Containers:                    containers,
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 		TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriodSeconds),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
-	requireNodeLabels(&pod, in.GPU.RequireLabels)
-	return base.StatefulSet(sc, base.StatefulSetParams{
-		Component: comp, Replicas: in.WorkerCount(), Pod: pod, SpoolClaim: spoolClaim, OnDelete: true,
+	requireNodeLabels(&pod, gpu.RequireLabels)
+	p := base.StatefulSetParams{
+		Component: comp, Replicas: in.WorkerCountOf(set), Pod: pod, SpoolClaim: spoolClaim, OnDelete: true,
 		PodAnnotations: maps.Clone(spec.PodAnnotations),
-	}), nil
+	}
+	if !set.Default() {
+		// A node set's pods carry its name, in their selector too: the sets' StatefulSets never
+		// claim each other's pods. Its spec is kept on the StatefulSet for when the set leaves
+		// the spec while its nodes still drain.
+		p.Name = sc.WorkerSetStatefulSetName(set.Name)
+		p.SetLabels = map[string]string{slurmv1alpha1.LabelNodeSet: set.Name}
+		if ns, ok := nodeSetSpec(sc, set.Name); ok {
+			p.Annotations = map[string]string{slurmv1alpha1.AnnotationNodeSet: slurmv1alpha1.NodeSetSpecJSON(ns)}
+		}
+	}
+	return base.StatefulSet(sc, p), nil
+}
+
+// nodeSetSpec is the named entry of spec.slurmNodes.nodeSets.
+func nodeSetSpec(sc *slurmv1alpha1.SlurmCluster, name string) (slurmv1alpha1.NodeSet, bool) {
+	for _, ns := range sc.Spec.SlurmNodes.NodeSets {
+		if ns.Name == name {
+			return ns, true
+		}
+	}
+	return slurmv1alpha1.NodeSet{}, false
 }
 
 const (

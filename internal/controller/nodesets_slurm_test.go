@@ -1,0 +1,123 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
+	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
+)
+
+// Node sets against a real slurmctld: a set's nodes join their partitions and answer
+// --constraint; shrinking and removing a set drains its nodes first and never touches the
+// default workers' StatefulSet. The test plays the kubelet, as the scale-down spec does.
+var _ = Describe("node sets against a real Slurm cluster", func() {
+	It("runs a set's nodes in their partitions, scales and removes the set drain-first, and leaves the other set alone", func(ctx SpecContext) {
+		ns, sc := minimalCluster(ctx, "sets", 2, func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](0)
+			sc.Spec.SlurmNodes.NodeSets = []slurmv1alpha1.NodeSet{{Name: "cpu", Size: 2, GPU: ptr.To[int32](0), Features: []string{"bigmem"}}}
+			sc.Spec.SlurmConfig.Partitions = []slurmv1alpha1.Partition{
+				{Name: "all", Default: true},
+				{Name: "gpu", NodeSets: []string{"worker"}},
+				{Name: "cpu", NodeSets: []string{"cpu"}},
+			}
+		})
+
+		By("the set gets a StatefulSet of its own, its nodes a line of their own, and the partitions name them")
+		Eventually(func() string { return slurmConf(ctx, ns, "sets") }).WithTimeout(timeout).Should(And(
+			ContainSubstring("NodeName=cpu-[0-1] NodeAddr=sets-cpu-[0-1] NodeHostname=sets-cpu-[0-1]"),
+			ContainSubstring("Features=cpu,bigmem"),
+			ContainSubstring("PartitionName=all Nodes=worker-[0-1],cpu-[0-1] Default=YES"),
+			ContainSubstring("PartitionName=gpu Nodes=worker-[0-1] "),
+			ContainSubstring("PartitionName=cpu Nodes=cpu-[0-1] "),
+		))
+		set := get(ctx, &appsv1.StatefulSet{}, ns, "sets-cpu")
+		Expect(*set.Spec.Replicas).To(Equal(int32(2)))
+		Expect(set.Spec.Selector.MatchLabels).To(HaveKeyWithValue(slurmv1alpha1.LabelNodeSet, "cpu"))
+		Expect(set.Spec.ServiceName).To(Equal("sets-worker"), "the set's pods are named by the workers' headless Service")
+		Expect(set.Spec.Template.Spec.Containers[0].Env).To(ContainElement(HaveField("Value", "cpu-$(POD_INDEX)")))
+		workers := get(ctx, &appsv1.StatefulSet{}, ns, "sets-worker")
+		Expect(workers.Spec.Selector.MatchLabels).NotTo(HaveKey(slurmv1alpha1.LabelNodeSet), "the default workers' selector is as it was before node sets")
+
+		cpuHosts := []slurmharness.Host{{Name: "sets-cpu-0", SlurmName: "cpu-0"}, {Name: "sets-cpu-1", SlurmName: "cpu-1"}}
+		cluster, client, files := startSlurmWithHosts(ctx, ns, sc, 2, cpuHosts)
+		hctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+
+		By("Slurm sees both sets in their partitions, and --constraint picks the set")
+		Eventually(func() string {
+			out, _ := cluster.Exec(hctx, "sets-login-0", "sinfo", "-h", "-p", "cpu", "-N", "-o", "%N %f")
+			return out
+		}).WithTimeout(timeout).Should(And(ContainSubstring("cpu-0 cpu,bigmem"), ContainSubstring("cpu-1 cpu,bigmem")))
+		out, err := cluster.Exec(hctx, "sets-login-0", "srun", "--constraint=bigmem", "-N", "2", "hostname")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(strings.Fields(out)).To(ConsistOf("sets-cpu-0", "sets-cpu-1"))
+		out, err = cluster.Exec(hctx, "sets-login-0", "srun", "-p", "gpu", "-N", "2", "hostname")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(strings.Fields(out)).To(ConsistOf("sets-worker-0", "sets-worker-1"), "partition gpu holds the default set only")
+
+		By("shrinking the set drains cpu-1 and keeps its pod while its job runs; the default workers are untouched")
+		job := sbatchOn(hctx, cluster, "sets-login-0", "cpu-1", 12)
+		workersBefore := get(ctx, &appsv1.StatefulSet{}, ns, "sets-worker")
+		updateSpec(ctx, ns, "sets", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.NodeSets[0].Size = 1 })
+		Eventually(func(g Gomega) {
+			n, err := client.Node(ctx, "cpu-1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n.Has("DRAIN")).To(BeTrue())
+			g.Expect(n.Reason).To(Equal(slurmfacts.DrainScaleDown))
+		}).WithTimeout(timeout).Should(Succeed())
+		eventuallyCondition(ctx, ns, "sets", "ScalingDown", "WaitingForJobs", "cpu-1")
+		Consistently(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "sets-cpu").Spec.Replicas }).WithTimeout(4 * time.Second).Should(Equal(int32(2)))
+		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "sets-cpu").Spec.Replicas }).WithTimeout(60 * time.Second).Should(Equal(int32(1)))
+		Eventually(func() string { return slurmConf(ctx, ns, "sets") }).WithTimeout(timeout).Should(ContainSubstring("NodeName=cpu-0 "))
+		out, err = cluster.Exec(hctx, "sets-login-0", "scontrol", "show", "job", job)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("JobState=COMPLETED"), "the job on the removed node did not complete")
+		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "sets-worker").Generation).To(Equal(workersBefore.Generation), "the default workers' StatefulSet changed")
+		Expect(cluster.StopWorker(hctx, "sets-cpu-1")).To(Succeed())
+		Expect(cluster.UpdateSlurmFiles(files())).To(Succeed())
+
+		By("a set a partition names cannot be removed")
+		cur := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, key(ns, "sets"), cur)).To(Succeed())
+		cur.Spec.SlurmNodes.NodeSets = nil
+		err = k8sClient.Update(ctx, cur)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("must name worker or an entry of spec.slurmNodes.nodeSets"))
+
+		By("removing the set and its partition drains cpu-0 first: its StatefulSet and node line stay while its job runs")
+		Eventually(func() string {
+			out, _ := cluster.Exec(hctx, "sets-login-0", "sinfo", "-h", "-n", "cpu-0", "-o", "%T")
+			return strings.TrimSpace(out)
+		}).WithTimeout(timeout).Should(Equal("idle"))
+		job = sbatchOn(hctx, cluster, "sets-login-0", "cpu-0", 12)
+		updateSpec(ctx, ns, "sets", func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.NodeSets = nil
+			sc.Spec.SlurmConfig.Partitions = sc.Spec.SlurmConfig.Partitions[:2]
+		})
+		Eventually(func(g Gomega) {
+			n, err := client.Node(ctx, "cpu-0")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n.Reason).To(Equal(slurmfacts.DrainScaleDown))
+		}).WithTimeout(timeout).Should(Succeed())
+		Expect(slurmConf(ctx, ns, "sets")).To(ContainSubstring("NodeName=cpu-0 "), "the leaving set's node must stay in slurm.conf while its job runs")
+		Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "sets-cpu").Spec.Replicas).To(Equal(int32(1)))
+		Eventually(func() bool {
+			err := k8sClient.Get(ctx, key(ns, "sets-cpu"), &appsv1.StatefulSet{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(90*time.Second).Should(BeTrue(), "the drained set's StatefulSet is removed once its job ended")
+		Expect(slurmConf(ctx, ns, "sets")).NotTo(ContainSubstring("cpu-"))
+		out, err = cluster.Exec(hctx, "sets-login-0", "scontrol", "show", "job", job)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("JobState=COMPLETED"), "the job on the removed set did not complete")
+		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "sets-worker").Generation).To(Equal(workersBefore.Generation), "the default workers' StatefulSet changed")
+	})
+})
