@@ -161,6 +161,19 @@ type Worker struct {
 	// +optional
 	Features []string `json:"features,omitempty"`
 
+	// FeaturesFromNodeLabels are label keys of the Kubernetes nodes workers run on whose values
+	// become Slurm features of the worker on that node (a rack, a NIC model, a zone), so that
+	// jobs ask for them with --constraint. A worker whose pod is not on a node yet, or whose
+	// node lacks the label, has the set's features alone; a worker that moves to another node
+	// takes that node's. Only label values that are valid feature names (letters, digits, '_',
+	// '.', '-') are taken. Node sets take these unless they set their own.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=316
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +listType=set
+	// +optional
+	FeaturesFromNodeLabels []string `json:"featuresFromNodeLabels,omitempty"`
+
 	// Resources of the slurmd container. CPUs and memory of the Slurm node follow from them:
 	// CPUs from the CPU limit (or request), RealMemory from the memory limit (or request) less
 	// 5% headroom (at least 1 GiB, at most 16 GiB) for slurmd, sshd and the OS.

@@ -74,6 +74,17 @@ type NodeSet struct {
 	// +optional
 	Features []string `json:"features,omitempty"`
 
+	// FeaturesFromNodeLabels are label keys of the set's Kubernetes nodes whose values become
+	// Slurm features of the set's workers on those nodes
+	// (spec.slurmNodes.worker.featuresFromNodeLabels). Unset:
+	// spec.slurmNodes.worker.featuresFromNodeLabels.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=316
+	// +kubebuilder:validation:items:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +listType=set
+	// +optional
+	FeaturesFromNodeLabels []string `json:"featuresFromNodeLabels,omitempty"`
+
 	// PodAnnotations go on the set's pods (spec.slurmNodes.worker.podAnnotations). Unset:
 	// spec.slurmNodes.worker.podAnnotations.
 	// +kubebuilder:validation:MaxProperties=32
@@ -172,6 +183,9 @@ func (c *SlurmCluster) resolveNodeSet(ns NodeSet) WorkerSet {
 	}
 	if ns.PodAnnotations != nil {
 		w.PodAnnotations = ns.PodAnnotations
+	}
+	if ns.FeaturesFromNodeLabels != nil {
+		w.FeaturesFromNodeLabels = ns.FeaturesFromNodeLabels
 	}
 	img := c.Spec.Images.Worker
 	if ns.Image != "" {

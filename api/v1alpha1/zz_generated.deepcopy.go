@@ -820,6 +820,11 @@ func (in *NodeSet) DeepCopyInto(out *NodeSet) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.FeaturesFromNodeLabels != nil {
+		in, out := &in.FeaturesFromNodeLabels, &out.FeaturesFromNodeLabels
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.PodAnnotations != nil {
 		in, out := &in.PodAnnotations, &out.PodAnnotations
 		*out = make(map[string]string, len(*in))
@@ -1389,6 +1394,11 @@ func (in *Worker) DeepCopyInto(out *Worker) {
 	}
 	if in.Features != nil {
 		in, out := &in.Features, &out.Features
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.FeaturesFromNodeLabels != nil {
+		in, out := &in.FeaturesFromNodeLabels, &out.FeaturesFromNodeLabels
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}

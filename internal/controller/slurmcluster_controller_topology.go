@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -13,19 +14,29 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
-// workerPlacements are where the workers run, for spec.slurmConfig.topology: each worker pod on
-// a node, with that node's labels the topology names (read from the node cache). A pod being
-// deleted is left out (its worker is placed again with its new pod); so is a pod whose node is
-// gone. Nil without a topology: nothing else reads them.
+// workerPlacements are where the workers run, for spec.slurmConfig.topology and the worker
+// sets' featuresFromNodeLabels: each worker pod on a node, with that node's labels they name
+// (read from the node cache). A pod being deleted is left out (its worker is placed again with
+// its new pod); so is a pod whose node is gone. Nil when neither names a label: nothing else
+// reads them.
 func (r *SlurmClusterReconciler) workerPlacements(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) ([]base.WorkerPlacement, error) {
-	t := sc.Spec.SlurmConfig.Topology
-	if t == nil {
+	var keys []string
+	if t := sc.Spec.SlurmConfig.Topology; t != nil {
+		keys = append(keys, t.SwitchLabels...)
+		if t.Plugin == slurmv1alpha1.TopologyBlock {
+			keys = []string{t.BlockLabel}
+		}
+	}
+	for _, set := range sc.WorkerSets() {
+		for _, k := range set.Worker.FeaturesFromNodeLabels {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
 		r.topologyLabels.Delete(client.ObjectKeyFromObject(sc))
 		return nil, nil
-	}
-	keys := t.SwitchLabels
-	if t.Plugin == slurmv1alpha1.TopologyBlock {
-		keys = []string{t.BlockLabel}
 	}
 	r.topologyLabels.Store(client.ObjectKeyFromObject(sc), keys)
 	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)

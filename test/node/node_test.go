@@ -658,6 +658,10 @@ chmod 755 /usr/local/bin/step-look`)
 		})
 	})
 
+	t.Run("a CPU-only node set joins a partition of its own beside the workers, runs a --constraint job, and leaves with its StatefulSet when removed; no other pod is touched", func(t *testing.T) {
+		e.with(t).checkNodeSet()
+	})
+
 	t.Run("scale 2 → 4 → 2 where only three fit: worker-3 is reported Pending with the scheduler's reason, then both leave at once; the job on worker-1 completes", func(t *testing.T) {
 		e := e.with(t)
 		job := strings.TrimSpace(e.onLogin("sbatch --parsable -w worker-1 -J meanwhile --wrap 'sleep 45'"))

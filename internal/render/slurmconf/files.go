@@ -190,8 +190,8 @@ func slurmBaseConf(in base.Input) string {
 		w.comment("Each node set's nodes are <set>-N, run by the StatefulSet <cluster>-<set>.")
 	}
 	for _, set := range in.WorkerSets() {
-		if in.WorkerCountOf(set) > 0 {
-			w.line(nodeLine(in, set))
+		for _, l := range nodeLines(in, set) {
+			w.line(l)
 		}
 	}
 	w.blank()
@@ -211,13 +211,64 @@ func anyGPU(in base.Input) bool {
 	return false
 }
 
-func nodeLine(in base.Input, set slurmv1alpha1.WorkerSet) string {
-	sc := in.Cluster
+// nodeLines are a set's node lines: one for all its workers, or with featuresFromNodeLabels one
+// per group of workers whose Kubernetes nodes give them the same features.
+func nodeLines(in base.Input, set slurmv1alpha1.WorkerSet) []string {
 	n := in.WorkerCountOf(set)
+	if n == 0 {
+		return nil
+	}
+	sts := in.Cluster.WorkerSetStatefulSetName(set.Name)
+	if len(set.Worker.FeaturesFromNodeLabels) == 0 {
+		return []string{nodeLine(in, set, Range(set.Name, n), Range(sts, n), nil)}
+	}
+	labels := map[string]map[string]string{}
+	for _, p := range in.Placements {
+		labels[p.Name] = p.Labels
+	}
+	var order []string
+	groups := map[string][]int{}
+	extras := map[string][]string{}
+	for i := 0; i < int(n); i++ {
+		extra := LabelFeatures(labels[fmt.Sprintf("%s-%d", set.Name, i)], set.Worker.FeaturesFromNodeLabels)
+		key := strings.Join(extra, ",")
+		if _, seen := groups[key]; !seen {
+			order = append(order, key)
+			extras[key] = extra
+		}
+		groups[key] = append(groups[key], i)
+	}
+	out := make([]string, 0, len(order))
+	for _, key := range order {
+		out = append(out, nodeLine(in, set, NodeList(set.Name, groups[key]), NodeList(sts, groups[key]), extras[key]))
+	}
+	return out
+}
+
+// LabelFeatures are the Slurm features a worker takes from its Kubernetes node's labels: the
+// values of the keys named, sorted, without repeats, and only those that are feature names.
+func LabelFeatures(labels map[string]string, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		v := labels[k]
+		if v == "" || strings.IndexFunc(v, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+		}) >= 0 {
+			continue
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func nodeLine(in base.Input, set slurmv1alpha1.WorkerSet, names, hosts string, extra []string) string {
 	parts := []string{
-		"NodeName=" + Range(set.Name, n),
-		"NodeAddr=" + Range(sc.WorkerSetStatefulSetName(set.Name), n),
-		"NodeHostname=" + Range(sc.WorkerSetStatefulSetName(set.Name), n),
+		"NodeName=" + names,
+		"NodeAddr=" + hosts,
+		"NodeHostname=" + hosts,
 	}
 	res := SetResources(set.Worker)
 	if t := res.Topology; t != nil {
@@ -236,6 +287,11 @@ func nodeLine(in base.Input, set slurmv1alpha1.WorkerSet) string {
 	}
 	// The set's name is a feature of its nodes: --constraint=a100 picks the a100 set.
 	features := append([]string{set.Name}, set.Features...)
+	for _, f := range extra {
+		if !slices.Contains(features, f) {
+			features = append(features, f)
+		}
+	}
 	parts = append(parts, "Features="+strings.Join(features, ","), "State=UNKNOWN")
 	return strings.Join(parts, " ")
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 )
@@ -59,6 +60,38 @@ func TestTheHealthCheckExpectsEachSetsGPUs(t *testing.T) {
 		}
 		if got := strings.TrimSpace(string(out)); got != want {
 			t.Errorf("node %s: the health check expects %s GPUs, want %s (%s)", node, got, want, line)
+		}
+	}
+}
+
+// Features from node labels: the workers on nodes with the same label values share a node line
+// that carries them; a worker not placed yet has its set's features alone.
+func TestFeaturesFromNodeLabelsGroupTheWorkersByTheirNodes(t *testing.T) {
+	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_nodesets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.SlurmNodes.Worker.FeaturesFromNodeLabels = []string{"example.com/rack", "example.com/nic"}
+	in := fixtures.Input(sc)
+	in.Placements = []base.WorkerPlacement{
+		{Name: "worker-0", Node: "n0", Labels: map[string]string{"example.com/rack": "r1", "example.com/nic": "cx7"}},
+		{Name: "worker-1", Node: "n1", Labels: map[string]string{"example.com/rack": "r2", "example.com/nic": "cx7"}},
+		{Name: "worker-2", Node: "n2", Labels: map[string]string{"example.com/rack": "r1", "example.com/nic": "cx7"}},
+		{Name: "a100-0", Node: "n4", Labels: map[string]string{"example.com/rack": "r9"}},
+	}
+	conf := slurmconf.Files(in)[slurmconf.SlurmBaseConf]
+	for _, want := range []string{
+		"NodeName=worker-[0,2] NodeAddr=mixed-worker-[0,2] NodeHostname=mixed-worker-[0,2] CPUs=96 RealMemory=1007616 Gres=gpu:8 Features=worker,nvlink,ib,cx7,r1 State=UNKNOWN",
+		"NodeName=worker-1 NodeAddr=mixed-worker-1 NodeHostname=mixed-worker-1 CPUs=96 RealMemory=1007616 Gres=gpu:8 Features=worker,nvlink,ib,cx7,r2 State=UNKNOWN",
+		"NodeName=worker-3 NodeAddr=mixed-worker-3 NodeHostname=mixed-worker-3 CPUs=96 RealMemory=1007616 Gres=gpu:8 Features=worker,nvlink,ib State=UNKNOWN",
+		// The set takes the workers' keys: a100-0 is on rack r9, a100-1 on no node yet.
+		"NodeName=a100-0 NodeAddr=mixed-a100-0 NodeHostname=mixed-a100-0 CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 CoreSpecCount=4 RealMemory=495616 Gres=gpu:4 Features=a100,ib,r9 State=UNKNOWN",
+		"NodeName=a100-1 NodeAddr=mixed-a100-1 NodeHostname=mixed-a100-1 CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 CoreSpecCount=4 RealMemory=495616 Gres=gpu:4 Features=a100,ib State=UNKNOWN",
+		// Partitions still name every node, whatever lines they are on.
+		"PartitionName=gpu Nodes=worker-[0-3],a100-[0-1] Default=YES",
+	} {
+		if !strings.Contains(conf, want+"\n") && !strings.Contains(conf, want+" ") {
+			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)
 		}
 	}
 }

@@ -1,0 +1,82 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// checkNodeSet adds a CPU-only node set with a partition of its own to the running cluster,
+// runs a job there by its feature, and removes the set again: the set's pod starts on the
+// kubelet, registers as cpu-0 in Slurm, and leaves sinfo and the API with its StatefulSet; no
+// worker or other pod is replaced or restarted on the way.
+func (e *env) checkNodeSet() {
+	e.t.Helper()
+	// The set's spool claim binds to a volume of the node, as the workers' do
+	// (hack/demo/storage.yaml).
+	pv := fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: %[1]s-cpu-spool-0}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: node-local
+  claimRef: {namespace: %[2]s, name: spool-%[1]s-cpu-0}
+  hostPath: {path: %[3]s, type: DirectoryOrCreate}
+`, cluster, ns, hostVolume("cpu-spool-0"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := e.run(ctx, pv, filepath.Join(e.assets, "kubectl"), "apply", "-f", "-"); err != nil {
+		e.t.Fatalf("the set's spool volume: %v: %s", err, out)
+	}
+	orig := e.kubectlOK("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.spec.slurmConfig.partitions}")
+	var partitions []map[string]any
+	if err := json.Unmarshal([]byte(orig), &partitions); err != nil {
+		e.t.Fatalf("partitions %q: %v", orig, err)
+	}
+	withCPU, _ := json.Marshal(append(partitions, map[string]any{"name": "cpu", "nodeSets": []string{"cpu"}}))
+	before := e.podsSnapshot()
+
+	start := time.Now()
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"nodeSets":[{"name":"cpu","size":1,"gpu":0,"features":["small"],`+
+		`"resources":{"requests":{"cpu":"50m","memory":"256Mi"},"limits":{"cpu":"1","memory":"1Gi"}}}]},"slurmConfig":{"partitions":`+string(withCPU)+`}}}`)
+	e.waitFor(4*time.Minute, "cpu-0 idle in partition cpu with its features", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "sinfo -h -p cpu -N -o '%N %t %f'")
+		return strings.TrimSpace(out) == "cpu-0 idle cpu,small", out
+	})
+	e.t.Logf("node set: kubectl patch to cpu-0 idle in sinfo: %.1fs", time.Since(start).Seconds())
+	if out := e.onLogin("srun -p cpu --constraint=small hostname"); strings.TrimSpace(out) != cluster+"-cpu-0" {
+		e.t.Errorf("srun -p cpu --constraint=small hostname: %q", out)
+	}
+	// A partition that names no set holds every set's nodes; one that names sets, only theirs.
+	for _, p := range partitions {
+		name, _ := p["name"].(string)
+		out := e.onLogin("sinfo -h -p " + name + " -N -o %N | sort -u")
+		if want := !partitionNamesSets(p); strings.Contains(out, "cpu-0") != want {
+			e.t.Errorf("partition %s lists %q; cpu-0 in it: want %v", name, out, want)
+		}
+	}
+
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"nodeSets":null},"slurmConfig":{"partitions":`+orig+`}}}`)
+	e.waitFor(3*time.Minute, "the set's StatefulSet gone and cpu-0 gone from sinfo", func() (bool, string) {
+		sts, _ := e.kubectl("get", "statefulset", cluster+"-cpu", "-n", ns)
+		nodes, _ := e.sshErr(e.login, "sinfo -h -N -o %N | sort -u")
+		return strings.Contains(sts, "NotFound") && !strings.Contains(nodes, "cpu-0"), sts + nodes
+	})
+	after := e.podsSnapshot()
+	for name, was := range before {
+		if after[name] != was {
+			e.t.Errorf("pod %s was replaced or restarted: %q, then %q", name, was, after[name])
+		}
+	}
+}
+
+// partitionNamesSets says whether a partition names node sets: one that names none holds every
+// set's nodes.
+func partitionNamesSets(p map[string]any) bool {
+	sets, _ := p["nodeSets"].([]any)
+	return len(sets) > 0
+}
