@@ -104,3 +104,31 @@ var _ = Describe("network topology from node labels, on a real slurmctld", func(
 		Expect(nodes).To(BeElementOf("worker-[1-2]", "worker-[0,3]"), "neither is what slurmctld picks without the topology, nor a block before the relabel")
 	})
 })
+
+var _ = Describe("Slurm features from node labels", func() {
+	It("gives each worker the values of its node's named labels, and follows a relabelled node", func(ctx SpecContext) {
+		ns, _ := minimalCluster(ctx, "feat", 3, func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.Worker.FeaturesFromNodeLabels = []string{rackLabel}
+		})
+		nodeNames := make([]string, 2)
+		for i := range nodeNames {
+			nodeNames[i] = fmt.Sprintf("%s-node-%d", ns, i)
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeNames[i], Labels: map[string]string{rackLabel: []string{"rack-a", "rack-b"}[i]}}}
+			Expect(k8sClient.Create(ctx, n)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, n)).To(Succeed()) })
+			setReady(ctx, nodeNames[i], corev1.ConditionTrue)
+			workerPodOn(ctx, ns, "feat", i, "rev", true, nodeNames[i])
+		}
+		By("worker-2 has no pod on a node: the set's features alone")
+		Eventually(func() string { return slurmConf(ctx, ns, "feat") }).WithTimeout(timeout).Should(And(
+			MatchRegexp(`NodeName=worker-0 NodeAddr=feat-worker-0 NodeHostname=feat-worker-0 .*Features=worker,rack-a State=UNKNOWN\n`),
+			MatchRegexp(`NodeName=worker-1 NodeAddr=feat-worker-1 NodeHostname=feat-worker-1 .*Features=worker,rack-b State=UNKNOWN\n`),
+			MatchRegexp(`NodeName=worker-2 NodeAddr=feat-worker-2 NodeHostname=feat-worker-2 .*Features=worker State=UNKNOWN\n`),
+			ContainSubstring("PartitionName=main Nodes=worker-[0-2] "),
+		))
+		By("worker-1's node moves to rack-a: the two share a line")
+		labelNode(ctx, nodeNames[1], "rack-a")
+		Eventually(func() string { return slurmConf(ctx, ns, "feat") }).WithTimeout(timeout).Should(
+			MatchRegexp(`NodeName=worker-\[0-1\] NodeAddr=feat-worker-\[0-1\] NodeHostname=feat-worker-\[0-1\] .*Features=worker,rack-a State=UNKNOWN\n`))
+	})
+})
