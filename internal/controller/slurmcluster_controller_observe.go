@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"context"
@@ -94,7 +96,7 @@ func (o *observed) troubled() bool {
 // settled reports whether nothing is still on its way (pods starting, a Job running, a load
 // balancer address pending), so no timed look is needed.
 func (o *observed) settled() bool {
-	for _, s := range []*appsv1.StatefulSet{o.controller, o.worker, o.login, o.accounting} {
+	for _, s := range o.statefulSets() {
 		if s != nil && !statefulSetReady(s) {
 			return false
 		}
@@ -253,4 +255,13 @@ func jobSucceeded(j *batchv1.Job) bool {
 		}
 	}
 	return false
+}
+
+// statefulSets are the observed StatefulSets: the components', then the node sets' in name order.
+func (o *observed) statefulSets() []*appsv1.StatefulSet {
+	out := []*appsv1.StatefulSet{o.controller, o.worker, o.login, o.accounting}
+	for _, name := range slices.Sorted(maps.Keys(o.nodeSets)) {
+		out = append(out, o.nodeSets[name])
+	}
+	return out
 }

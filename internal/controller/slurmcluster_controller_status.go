@@ -341,7 +341,7 @@ func (r *SlurmClusterReconciler) statusSettling(o *observed, now time.Time) time
 		return 0
 	}
 	var wait time.Duration
-	for _, s := range []*appsv1.StatefulSet{o.controller, o.worker, o.login, o.accounting} {
+	for _, s := range o.statefulSets() {
 		if s == nil || s.Status.ObservedGeneration >= s.Generation && s.Spec.Replicas != nil && s.Status.Replicas == *s.Spec.Replicas {
 			continue
 		}

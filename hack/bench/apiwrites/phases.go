@@ -96,6 +96,10 @@ func (b *bench) phases(ctx context.Context, started time.Time) error {
 		return err
 	}
 
+	if err := b.threeSets(ctx); err != nil {
+		return err
+	}
+
 	for _, n := range b.cfg.many {
 		if err := b.manyClusters(ctx, n); err != nil {
 			return err
@@ -105,6 +109,50 @@ func (b *bench) phases(ctx context.Context, started time.Time) error {
 		return b.gpuNodes(ctx, b.cfg.nodes)
 	}
 	return nil
+}
+
+// threeSets applies a cluster of three worker sets (8 workers, 4 in set a100, 8 in set cpu) and
+// two partitions naming them, then scales one set: the writes are the one-cluster phases' with
+// one StatefulSet more per set.
+func (b *bench) threeSets(ctx context.Context) error {
+	if err := b.namespace(ctx, "sets"); err != nil {
+		return err
+	}
+	sc, err := cluster("sets", "mixed", 8)
+	if err != nil {
+		return err
+	}
+	zero := int32(0)
+	sc.Spec.SlurmNodes.Worker.GPU = &zero
+	sc.Spec.SlurmNodes.NodeSets = []slurmv1alpha1.NodeSet{
+		{Name: "a100", Size: 4, GPU: &zero, Features: []string{"ib"}},
+		{Name: "cpu", Size: 8, GPU: &zero},
+	}
+	sc.Spec.SlurmConfig.Partitions = []slurmv1alpha1.Partition{
+		{Name: "gpu", Default: true, NodeSets: []string{"worker", "a100"}},
+		{Name: "cpu", NodeSets: []string{"cpu"}},
+	}
+	t0 := time.Now()
+	if err := b.admin.Create(ctx, sc); err != nil {
+		return err
+	}
+	time.Sleep(time.Until(t0.Add(b.cfg.applyWindow)))
+	if _, err := b.report("the first window after applying a cluster of three sets", t0, time.Now()); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	time.Sleep(b.cfg.steadyWindow)
+	if _, err := b.report("three sets, steady", t1, time.Now()); err != nil {
+		return err
+	}
+	t2 := time.Now()
+	patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/slurmNodes/nodeSets/0/size","value":6}]`))
+	if err := b.admin.Patch(ctx, sc, patch); err != nil {
+		return err
+	}
+	time.Sleep(b.cfg.scaleWindow)
+	_, err = b.report("after scaling set a100 4 → 6", t2, time.Now())
+	return err
 }
 
 // manyClusters applies n clusters at once in a namespace of their own.
