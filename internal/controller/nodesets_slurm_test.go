@@ -2,16 +2,21 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
@@ -119,5 +124,98 @@ var _ = Describe("node sets against a real Slurm cluster", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(ContainSubstring("JobState=COMPLETED"), "the job on the removed set did not complete")
 		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "sets-worker").Generation).To(Equal(workersBefore.Generation), "the default workers' StatefulSet changed")
+	})
+})
+
+// setPod is workerPod for a node set's pod: <cluster>-<set>-i, with the set's label.
+func setPod(ctx SpecContext, ns, cluster, set string, i int, revision string, ready bool) {
+	sc := &slurmv1alpha1.SlurmCluster{}
+	sc.Name, sc.Namespace = cluster, ns
+	labels := base.Labels(sc, slurmv1alpha1.ComponentWorker)
+	labels[slurmv1alpha1.LabelNodeSet] = set
+	labels[appsv1.ControllerRevisionHashLabelKey] = revision
+	labels[base.LabelPodIndex] = strconv.Itoa(i)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", cluster, set, i), Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
+	}
+	Expect(k8sClient.Create(ctx, p)).To(Succeed())
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	Eventually(func() error {
+		if err := k8sClient.Get(ctx, key(ns, p.Name), p); err != nil {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		return k8sClient.Status().Update(ctx, p)
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// publishSetRevision is publishRevision for a node set's StatefulSet.
+func publishSetRevision(ctx SpecContext, ns, name string, replicas int32, current, update string) {
+	Eventually(func() error {
+		s := &appsv1.StatefulSet{}
+		if err := k8sClient.Get(ctx, key(ns, name), s); err != nil {
+			return err
+		}
+		s.Status.Replicas, s.Status.ObservedGeneration = replicas, s.Generation
+		s.Status.CurrentRevision, s.Status.UpdateRevision = current, update
+		return k8sClient.Status().Update(ctx, s)
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+var _ = Describe("one set rolling while another scales down, against a real Slurm cluster", func() {
+	It("replaces the rolling set's pods drain-first and shrinks the other set drain-first, each on its own", func(ctx SpecContext) {
+		ns, sc := minimalCluster(ctx, "both", 2, func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](0)
+			sc.Spec.SlurmNodes.NodeSets = []slurmv1alpha1.NodeSet{{Name: "cpu", Size: 2, GPU: ptr.To[int32](0)}}
+		})
+		cpuHosts := []slurmharness.Host{{Name: "both-cpu-0", SlurmName: "cpu-0"}, {Name: "both-cpu-1", SlurmName: "cpu-1"}}
+		cluster, client, _ := startSlurmWithHosts(ctx, ns, sc, 2, cpuHosts)
+		hctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		Eventually(func() string {
+			out, _ := cluster.Exec(hctx, "both-login-0", "sinfo", "-h", "-N", "-o", "%N %t")
+			return out
+		}).WithTimeout(timeout).Should(And(ContainSubstring("cpu-1 idle"), ContainSubstring("worker-1 idle")))
+
+		By("the cpu set's pods run an old template while worker-1 and cpu-1 run jobs; the workers shrink to 1")
+		cpuJob := sbatchOn(hctx, cluster, "both-login-0", "cpu-1", 40)
+		workerJob := sbatchOn(hctx, cluster, "both-login-0", "worker-1", 12)
+		workerPod(ctx, ns, "both", 0, "w", true)
+		workerPod(ctx, ns, "both", 1, "w", true)
+		publishRevision(ctx, ns, "both", 2, "w", "w")
+		setPod(ctx, ns, "both", "cpu", 0, "old", true)
+		setPod(ctx, ns, "both", "cpu", 1, "old", true)
+		publishSetRevision(ctx, ns, "both-cpu", 2, "old", "new")
+		updateSpec(ctx, ns, "both", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 1 })
+
+		By("the idle cpu-0 is replaced for its update; once its new pod is ready, cpu-1 is drained for it and kept; worker-1 is drained for the scale-down")
+		Eventually(podGone(ctx, ns, "both-cpu-0")).WithTimeout(timeout).Should(BeTrue())
+		setPod(ctx, ns, "both", "cpu", 0, "new", true)
+		Eventually(func(g Gomega) {
+			c1, err := client.Node(ctx, "cpu-1")
+			g.Expect(err).NotTo(HaveOccurred())
+			w1, err := client.Node(ctx, "worker-1")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(c1.Reason).To(Equal(slurmfacts.DrainUpdate))
+			g.Expect(w1.Reason).To(Equal(slurmfacts.DrainScaleDown))
+		}).WithTimeout(timeout).Should(Succeed())
+		Expect(podGone(ctx, ns, "both-cpu-1")()).To(BeFalse(), "cpu-1 runs a job and must wait")
+		Expect(podGone(ctx, ns, "both-worker-0")()).To(BeFalse(), "the default workers are not rolling")
+		Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "both-cpu").Spec.Replicas).To(Equal(int32(2)), "the rolling set keeps its size")
+
+		By("the jobs end: the workers shrink, cpu-1's pod is replaced, and both jobs completed")
+		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "both-worker").Spec.Replicas }).WithTimeout(60 * time.Second).Should(Equal(int32(1)))
+		Eventually(podGone(ctx, ns, "both-cpu-1")).WithTimeout(60 * time.Second).Should(BeTrue())
+		for _, job := range []string{cpuJob, workerJob} {
+			out, err := cluster.Exec(hctx, "both-login-0", "scontrol", "show", "job", job)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(out).To(ContainSubstring("JobState=COMPLETED"))
+		}
+		Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "both-cpu").Spec.Replicas).To(Equal(int32(2)))
 	})
 })
