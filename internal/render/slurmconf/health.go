@@ -66,8 +66,10 @@ func expectedGPUs(in base.Input) string {
 	var b strings.Builder
 	b.WriteString(`$(case "${SLURMD_NODENAME:-}" in`)
 	for _, s := range sets[1:] {
-		fmt.Fprintf(&b, " %s-*) echo %s ;;", s.Name, whole(s.Name))
+		fmt.Fprintf(&b, " (%s-*) echo %s ;;", s.Name, whole(s.Name))
 	}
-	fmt.Fprintf(&b, " *) echo %s ;; esac)", whole(sets[0].Name))
+	// The parenthesised patterns keep every shell from reading a pattern's ")" as the end of
+	// the command substitution.
+	fmt.Fprintf(&b, " (*) echo %s ;; esac)", whole(sets[0].Name))
 	return b.String()
 }
