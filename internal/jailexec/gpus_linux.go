@@ -41,14 +41,19 @@ func setupGPUs(cfg Config, logf func(string, ...any)) error {
 	if cfg.GresConf == "" {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.GresConf), 0o755); err != nil {
+	return writeGresConf(cfg.GresConf, GresConf(p, cfg.Gres))
+}
+
+// writeGresConf writes a node's gres.conf lines at path, whole or not at all.
+func writeGresConf(path, lines string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := cfg.GresConf + ".tmp"
-	if err := os.WriteFile(tmp, []byte(GresConf(p, cfg.Gres)), 0o644); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(lines), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, cfg.GresConf)
+	return os.Rename(tmp, path)
 }
 
 // devWithout replaces the jail's /dev (the container's, bound) with a tmpfs holding the same

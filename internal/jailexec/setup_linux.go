@@ -114,11 +114,19 @@ func setup(cfg Config, logf func(string, ...any)) error {
 		if err := bind(cfg.Jail, b); err != nil {
 			return err
 		}
-		// The pod's GPUs, before anything is bound under /dev.
-		if b.Target == "/dev" && cfg.GPUs > 0 {
+		// The pod's GPUs, before anything is bound under /dev. A pod without GPUs in a cluster
+		// whose gres.conf includes each node's file gets an empty one: slurmd stops on a
+		// missing include.
+		switch {
+		case b.Target == "/dev" && cfg.GPUs > 0:
 			if err := setupGPUs(cfg, logf); err != nil {
 				return err
 			}
+		case b.Target == "/dev" && cfg.GresConf != "":
+			if err := writeGresConf(cfg.GresConf, ""); err != nil {
+				return err
+			}
+			logf("no GPUs in this pod: %s is empty", cfg.GresConf)
 		}
 	}
 	if err := setupSlurm(cfg, logf); err != nil {

@@ -396,6 +396,13 @@ func gresConf(in base.Input) string {
 // socket). MIG devices are left to NVML.
 func WorkerGPUFlags(in base.Input, set slurmv1alpha1.WorkerSet) []string {
 	g := in.GPUOf(set.Name)
+	mode := gresMode(in)
+	includesNodeFiles := in.HasGPUWorkers() && (mode == "" || mode == slurmv1alpha1.GresAutoDetectOff)
+	if g.Count == 0 && includesNodeFiles {
+		// A CPU-only set beside GPU sets: gres.conf includes each node's file, which must
+		// exist (empty) for slurmd to start.
+		return []string{"--gres-conf", slurmfacts.NodeGresConf}
+	}
 	if g.Count == 0 || g.MIGDevices() {
 		return nil
 	}

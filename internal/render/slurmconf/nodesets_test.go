@@ -7,11 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/fixtures"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 func TestANodeSetRequestAboveItsLimitIsRefusedWithTheFieldNamed(t *testing.T) {
@@ -93,5 +95,34 @@ func TestFeaturesFromNodeLabelsGroupTheWorkersByTheirNodes(t *testing.T) {
 		if !strings.Contains(conf, want+"\n") && !strings.Contains(conf, want+" ") {
 			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)
 		}
+	}
+}
+
+// A CPU-only set beside GPU sets: gres.conf includes each node's own file, so the CPU nodes'
+// entrypoint must write one (empty), or slurmd stops on the missing include.
+func TestACPUOnlySetBesideGPUSetsWritesAnEmptyNodeGresFile(t *testing.T) {
+	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_nodesets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := fixtures.Input(sc)
+	if gres := slurmconf.Files(in)[slurmconf.GresConf]; !strings.Contains(gres, "Include "+slurmfacts.NodeGresConf) {
+		t.Fatalf("gres.conf does not include the nodes' files:\n%s", gres)
+	}
+	sets := in.Cluster.WorkerSets()
+	if got := strings.Join(slurmconf.WorkerGPUFlags(in, sets[2]), " "); got != "--gres-conf "+slurmfacts.NodeGresConf {
+		t.Errorf("the cpu set's entrypoint flags: %q, want the node file only", got)
+	}
+	if got := strings.Join(slurmconf.WorkerGPUFlags(in, sets[1]), " "); !strings.HasPrefix(got, "--gpus 4 --gres-conf "+slurmfacts.NodeGresConf) {
+		t.Errorf("the a100 set's entrypoint flags: %q", got)
+	}
+	// Without any GPU set, gres.conf includes nothing and no worker writes a file.
+	for i := range sc.Spec.SlurmNodes.NodeSets {
+		sc.Spec.SlurmNodes.NodeSets[i].GPU = ptr.To[int32](0)
+	}
+	sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](0)
+	in = fixtures.Input(sc)
+	if got := slurmconf.WorkerGPUFlags(in, in.Cluster.WorkerSets()[2]); got != nil {
+		t.Errorf("a CPU-only cluster's flags: %q, want none", got)
 	}
 }
