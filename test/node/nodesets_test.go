@@ -43,6 +43,26 @@ spec:
 	start := time.Now()
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"nodeSets":[{"name":"cpu","size":1,"gpu":0,"features":["small"],`+
 		`"resources":{"requests":{"cpu":"50m","memory":"256Mi"},"limits":{"cpu":"1","memory":"1Gi"}}}]},"slurmConfig":{"partitions":`+string(withCPU)+`}}}`)
+	removePatch := `{"spec":{"slurmNodes":{"nodeSets":null},"slurmConfig":{"partitions":` + orig + `}}}`
+	gone := func() (bool, string) {
+		sts, _ := e.kubectl("get", "statefulset", cluster+"-cpu", "-n", ns)
+		nodes, _ := e.sshErr(e.login, "sinfo -h -N -o %N | sort -u")
+		return strings.Contains(sts, "NotFound") && !strings.Contains(nodes, "cpu-0"), sts + nodes
+	}
+	removed := false
+	// A failure on the way still takes the set out, as well as it can without failing again:
+	// the later steps count the cluster's nodes and StatefulSets.
+	defer func() {
+		if removed {
+			return
+		}
+		_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", removePatch)
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+			if ok, _ := gone(); ok {
+				return
+			}
+		}
+	}()
 	e.waitFor(4*time.Minute, "cpu-0 idle in partition cpu with its features", func() (bool, string) {
 		out, _ := e.sshErr(e.login, "sinfo -h -p cpu -N -o '%N %t %f'")
 		return strings.TrimSpace(out) == "cpu-0 idle cpu,small", out
@@ -60,12 +80,9 @@ spec:
 		}
 	}
 
-	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"nodeSets":null},"slurmConfig":{"partitions":`+orig+`}}}`)
-	e.waitFor(3*time.Minute, "the set's StatefulSet gone and cpu-0 gone from sinfo", func() (bool, string) {
-		sts, _ := e.kubectl("get", "statefulset", cluster+"-cpu", "-n", ns)
-		nodes, _ := e.sshErr(e.login, "sinfo -h -N -o %N | sort -u")
-		return strings.Contains(sts, "NotFound") && !strings.Contains(nodes, "cpu-0"), sts + nodes
-	})
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", removePatch)
+	removed = true
+	e.waitFor(3*time.Minute, "the set's StatefulSet gone and cpu-0 gone from sinfo", gone)
 	after := e.podsSnapshot()
 	for name, was := range before {
 		if after[name] != was {
