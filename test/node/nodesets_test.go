@@ -41,8 +41,10 @@ spec:
 	before := e.podsSnapshot()
 
 	start := time.Now()
+	// The set's memory per CPU is the workers' (3Gi, 1 CPU): DefMemPerCPU is derived from
+	// slurmNodes.worker for the whole cluster (docs/node-sets.md).
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"nodeSets":[{"name":"cpu","size":1,"gpu":0,"features":["small"],`+
-		`"resources":{"requests":{"cpu":"50m","memory":"256Mi"},"limits":{"cpu":"1","memory":"1Gi"}}}]},"slurmConfig":{"partitions":`+string(withCPU)+`}}}`)
+		`"resources":{"requests":{"cpu":"50m","memory":"256Mi"},"limits":{"cpu":"1","memory":"3Gi"}}}]},"slurmConfig":{"partitions":`+string(withCPU)+`}}}`)
 	removePatch := `{"spec":{"slurmNodes":{"nodeSets":null},"slurmConfig":{"partitions":` + orig + `}}}`
 	gone := func() (bool, string) {
 		sts, _ := e.kubectl("get", "statefulset", cluster+"-cpu", "-n", ns)
