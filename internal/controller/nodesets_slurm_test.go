@@ -2,21 +2,16 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
-	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
@@ -129,32 +124,10 @@ var _ = Describe("node sets against a real Slurm cluster", func() {
 
 // setPod is workerPod for a node set's pod: <cluster>-<set>-i, with the set's label.
 func setPod(ctx SpecContext, ns, cluster, set string, i int, revision string, ready bool) {
-	sc := &slurmv1alpha1.SlurmCluster{}
-	sc.Name, sc.Namespace = cluster, ns
-	labels := base.Labels(sc, slurmv1alpha1.ComponentWorker)
-	labels[slurmv1alpha1.LabelNodeSet] = set
-	labels[appsv1.ControllerRevisionHashLabelKey] = revision
-	labels[base.LabelPodIndex] = strconv.Itoa(i)
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", cluster, set, i), Namespace: ns, Labels: labels},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
-	}
-	Expect(k8sClient.Create(ctx, p)).To(Succeed())
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	Eventually(func() error {
-		if err := k8sClient.Get(ctx, key(ns, p.Name), p); err != nil {
-			return err
-		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
-		return k8sClient.Status().Update(ctx, p)
-	}).WithTimeout(timeout).Should(Succeed())
+	setPodOn(ctx, ns, cluster, set, i, revision, ready, "")
 }
 
-// publishSetRevision is publishRevision for a node set's StatefulSet.
+// publishSetRevision publishes a worker StatefulSet's revisions, as its controller would.
 func publishSetRevision(ctx SpecContext, ns, name string, replicas int32, current, update string) {
 	Eventually(func() error {
 		s := &appsv1.StatefulSet{}

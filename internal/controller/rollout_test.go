@@ -26,13 +26,22 @@ func workerPod(ctx SpecContext, ns, cluster string, i int, revision string, read
 
 // workerPodOn is workerPod scheduled to a node (as the scheduler would bind it).
 func workerPodOn(ctx SpecContext, ns, cluster string, i int, revision string, ready bool, nodeName string) {
+	setPodOn(ctx, ns, cluster, slurmv1alpha1.DefaultNodeSet, i, revision, ready, nodeName)
+}
+
+// setPodOn is a worker set's pod <cluster>-<set>-i, with the set's label unless it is the
+// default set, scheduled to nodeName when set.
+func setPodOn(ctx SpecContext, ns, cluster, set string, i int, revision string, ready bool, nodeName string) {
 	sc := &slurmv1alpha1.SlurmCluster{}
 	sc.Name, sc.Namespace = cluster, ns
 	labels := base.Labels(sc, slurmv1alpha1.ComponentWorker)
+	if set != slurmv1alpha1.DefaultNodeSet {
+		labels[slurmv1alpha1.LabelNodeSet] = set
+	}
 	labels[appsv1.ControllerRevisionHashLabelKey] = revision
 	labels[base.LabelPodIndex] = strconv.Itoa(i)
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-worker-%d", cluster, i), Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", cluster, set, i), Namespace: ns, Labels: labels},
 		Spec:       corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
 	}
 	Expect(k8sClient.Create(ctx, p)).To(Succeed())
@@ -52,15 +61,7 @@ func workerPodOn(ctx SpecContext, ns, cluster string, i int, revision string, re
 }
 
 func publishRevision(ctx SpecContext, ns, cluster string, replicas int32, current, update string) {
-	Eventually(func() error {
-		s := &appsv1.StatefulSet{}
-		if err := k8sClient.Get(ctx, key(ns, cluster+"-worker"), s); err != nil {
-			return err
-		}
-		s.Status.Replicas, s.Status.ObservedGeneration = replicas, s.Generation
-		s.Status.CurrentRevision, s.Status.UpdateRevision = current, update
-		return k8sClient.Status().Update(ctx, s)
-	}).WithTimeout(timeout).Should(Succeed())
+	publishSetRevision(ctx, ns, cluster+"-worker", replicas, current, update)
 }
 
 func podGone(ctx SpecContext, ns, name string) func() bool {
