@@ -92,6 +92,9 @@ type SlurmClusterReconciler struct {
 	apis *optionalAPIWatcher
 	// podsIndexed: the manager's cache indexes pods by cluster (SetupWithManager).
 	podsIndexed bool
+	// shapes memoises each worker set's GPU shape between node changes; nil (no node watch,
+	// as in a reconciler not set up with a manager) computes it on every reconcile.
+	shapes *shapeMemo
 	// applied maps a child's UID to the resourceVersion the operator's last apply left it at.
 	applied sync.Map
 }
@@ -128,6 +131,9 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.statusWritten.Delete(req.NamespacedName)
 			r.topologyLabels.Delete(req.NamespacedName)
 			r.activeChecks.Delete(req.NamespacedName)
+			if r.shapes != nil {
+				r.shapes.forget(req.Namespace, req.Name)
+			}
 			forgetCluster(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -162,6 +168,7 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("index pods by cluster: %w", err)
 	}
 	r.podsIndexed = true
+	r.shapes = newShapeMemo()
 	r.apis = newOptionalAPIWatcher(d, r.OptionalAPIInterval)
 	if err := mgr.Add(r.apis); err != nil {
 		return err
@@ -179,7 +186,7 @@ func (r *SlurmClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&discoveryv1.EndpointSlice{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod), builder.WithPredicates(podAddressChanged())).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(nodeChangeMatters(r.isTopologyLabel))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allClusters), builder.WithPredicates(nodeChangeMatters(r.isTopologyLabel, r.shapes.nodesChanged))).
 		WatchesRawSource(source.Channel(r.apis.changed, handler.EnqueueRequestsFromMapFunc(r.allClusters))).
 		Named("slurmcluster").
 		Complete(r)

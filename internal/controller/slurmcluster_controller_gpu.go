@@ -16,23 +16,46 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
-// findGPUShape reads the GPU nodes from the cache (which holds only nodes labelled
-// nvidia.com/gpu.present=true, and of those only labels and allocatable GPUs) and derives the
-// workers' GPU shape.
+// findGPUShape derives each worker set's GPU shape from the GPU nodes in the cache (which
+// holds of nodes only labels, allocatable GPUs, cordon and readiness). A shape is computed
+// once per node change and set change (shapeMemo); the nodes are listed only when one is not
+// memoised.
 func (r *SlurmClusterReconciler) findGPUShape(ctx context.Context, s *reconcileScope) error {
 	sc, o := s.desired, s.facts
-	nodes := &corev1.NodeList{}
-	// Read-only: gpu.Find copies what it keeps, and a deep copy of thousands of nodes for every
-	// reconcile of every cluster would be most of the operator's garbage.
-	if err := r.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return err
+	sets := sc.WorkerSets()
+	results := make([]gpu.Result, len(sets))
+	var gen uint64
+	if r.shapes != nil {
+		gen = r.shapes.generation()
 	}
-	o.gpu = gpu.Find(sc, nodes.Items)
-	for _, set := range sc.WorkerSets()[1:] {
+	var nodes *corev1.NodeList
+	for i, set := range sets {
+		key, inputs := shapeKey(sc, set), shapeInputs(sc, set)
+		if r.shapes != nil && inputs != "" {
+			if res, ok := r.shapes.lookup(key, inputs); ok {
+				results[i] = res
+				continue
+			}
+		}
+		if nodes == nil {
+			nodes = &corev1.NodeList{}
+			// Read-only: gpu.FindSet copies what it keeps, and a deep copy of thousands of
+			// nodes would be most of the operator's garbage.
+			if err := r.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+				return err
+			}
+		}
+		results[i] = gpu.FindSet(sc, set, nodes.Items)
+		if r.shapes != nil && inputs != "" {
+			r.shapes.store(gen, key, inputs, results[i])
+		}
+	}
+	o.gpu = results[0]
+	for i, set := range sets[1:] {
 		if o.setGPUs == nil {
 			o.setGPUs = map[string]gpu.Result{}
 		}
-		o.setGPUs[set.Name] = gpu.FindSet(sc, set, nodes.Items)
+		o.setGPUs[set.Name] = results[i+1]
 	}
 	return nil
 }
@@ -56,17 +79,31 @@ func (r *SlurmClusterReconciler) allClusters(ctx context.Context, _ client.Objec
 // GPUs, of the cordon or of readiness. Other label or status changes (heartbeats, images) are
 // dropped before they cause a reconcile; so are nodes without GPUs appearing or leaving (no
 // worker runs on a node that is not there yet, and a worker's pod leaves with its node).
-func nodeChangeMatters(topologyLabel func(key string) bool) predicate.Predicate {
+//
+// shapesChanged is called, before the event can enqueue anything, for every node event that
+// can change a GPU shape, also one it drops (a filter's label changing): the shapes memoised
+// are then stale for the next reconcile, whatever causes it.
+func nodeChangeMatters(topologyLabel func(key string) bool, shapesChanged func()) predicate.Predicate {
 	matters := func(key string) bool { return gpu.IsShapeLabel(key) || topologyLabel(key) }
 	gpuNode := func(o client.Object) bool { return o.GetLabels()[gpu.LabelPresent] == "true" }
 	return predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return gpuNode(e.Object) },
-		DeleteFunc: func(e event.DeleteEvent) bool { return gpuNode(e.Object) },
+		CreateFunc: func(e event.CreateEvent) bool {
+			shapesChanged()
+			return gpuNode(e.Object)
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			shapesChanged()
+			return gpuNode(e.Object)
+		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldN, ok1 := e.ObjectOld.(*corev1.Node)
 			newN, ok2 := e.ObjectNew.(*corev1.Node)
 			if !ok1 || !ok2 {
+				shapesChanged()
 				return true
+			}
+			if shapeRelevantNodeChange(oldN, newN) {
+				shapesChanged()
 			}
 			if oldN.Spec.Unschedulable != newN.Spec.Unschedulable || nodeReady(oldN) != nodeReady(newN) || problemConditions(oldN) != problemConditions(newN) {
 				return true

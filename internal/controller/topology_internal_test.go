@@ -17,7 +17,7 @@ func TestNodeLabelChangesThatMatter(t *testing.T) {
 	r := &SlurmClusterReconciler{}
 	sc := &slurmv1alpha1.SlurmCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "hpc", Name: "demo"}}
 	r.topologyLabels.Store(client.ObjectKeyFromObject(sc), []string{"leaf", "spine"})
-	p := nodeChangeMatters(r.isTopologyLabel)
+	p := nodeChangeMatters(r.isTopologyLabel, func() {})
 	node := func(labels map[string]string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels}}
 	}
