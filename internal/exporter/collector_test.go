@@ -122,32 +122,37 @@ func TestMetricsOfRecordedAnswers(t *testing.T) {
 		"slurm_partition_nodes{operator_reason=,partition=main,reason_owner=admin,state=drained}":                                                   1,
 		"slurm_node_reason_since_timestamp_seconds{node=worker-1,operator_reason=,reason=admin: test,reason_owner=admin,set_by=root,state=drained}": 1796078365,
 		"slurm_partition_nodes{operator_reason=,partition=main,reason_owner=,state=mixed}":                                                          1,
-		"slurm_node_cpus{node=worker-0}":                                           2,
-		"slurm_node_cpus_allocated{node=worker-0}":                                 1,
-		"slurm_node_cpus_idle{node=worker-0}":                                      1,
-		"slurm_node_memory_bytes{node=worker-0}":                                   3072 * mib,
-		"slurm_node_memory_allocated_bytes{node=worker-0}":                         100 * mib,
-		"slurm_node_gpus{node=worker-0,type=h100}":                                 2,
-		"slurm_node_gpus_allocated{node=worker-0,type=h100}":                       1,
-		"slurm_node_gpus_idle{node=worker-1,type=h100}":                            2,
-		"slurm_partition_gpus{partition=main,type=h100}":                           4,
-		"slurm_partition_gpus_allocated{partition=main,type=h100}":                 1,
-		"slurm_partition_cpus{partition=main}":                                     4,
-		"slurm_partition_jobs{partition=main,state=running}":                       1,
-		"slurm_partition_jobs{partition=main,state=pending}":                       1,
-		"slurm_partition_jobs_pending{partition=main,reason=Resources}":            1,
-		"slurm_partition_job_gpus{partition=main,state=pending}":                   4,
-		"slurm_partition_job_gpus{partition=main,state=running}":                   1,
-		"slurm_account_jobs{account=root,partition=main,state=pending}":            1,
-		"slurm_user_job_cpus{account=root,partition=main,state=pending,user=root}": 2,
-		"slurm_jobs_submitted_total{}":                                             2,
-		"slurm_jobs_started_total{}":                                               1,
-		"slurm_rpcs_total{type=REQUEST_NODE_INFO}":                                 7,
-		"slurm_controller_up{host=demo-controller-0,mode=primary}":                 1,
-		"slurm_slurmdbd_up{}":                                                      1,
-		"slurm_scheduler_cycle_last_seconds{}":                                     0.000833,
-		"slurm_exporter_answer_age_seconds{resource=nodes}":                        0,
-		"slurm_exporter_request_errors_total{resource=jobs}":                       0,
+		"slurm_node_cpus{node=worker-0}":                                                          2,
+		"slurm_node_cpus_allocated{node=worker-0}":                                                1,
+		"slurm_node_cpus_idle{node=worker-0}":                                                     1,
+		"slurm_node_memory_bytes{node=worker-0}":                                                  3072 * mib,
+		"slurm_node_memory_allocated_bytes{node=worker-0}":                                        100 * mib,
+		"slurm_node_gpus{node=worker-0,type=h100}":                                                2,
+		"slurm_node_gpus_allocated{node=worker-0,type=h100}":                                      1,
+		"slurm_node_gpus_idle{node=worker-1,type=h100}":                                           2,
+		"slurm_partition_gpus{partition=main,type=h100}":                                          4,
+		"slurm_partition_gpus_allocated{partition=main,type=h100}":                                1,
+		"slurm_partition_cpus{partition=main}":                                                    4,
+		"slurm_node_info{node=worker-1,node_set=worker}":                                          1,
+		"slurm_node_set_gpus{node_set=worker,type=h100}":                                          4,
+		"slurm_node_set_gpus_allocated{node_set=worker,type=h100}":                                1,
+		"slurm_node_set_cpus_idle{node_set=worker}":                                               3,
+		"slurm_node_set_nodes{node_set=worker,operator_reason=,reason_owner=admin,state=drained}": 1,
+		"slurm_partition_jobs{partition=main,state=running}":                                      1,
+		"slurm_partition_jobs{partition=main,state=pending}":                                      1,
+		"slurm_partition_jobs_pending{partition=main,reason=Resources}":                           1,
+		"slurm_partition_job_gpus{partition=main,state=pending}":                                  4,
+		"slurm_partition_job_gpus{partition=main,state=running}":                                  1,
+		"slurm_account_jobs{account=root,partition=main,state=pending}":                           1,
+		"slurm_user_job_cpus{account=root,partition=main,state=pending,user=root}":                2,
+		"slurm_jobs_submitted_total{}":                                                            2,
+		"slurm_jobs_started_total{}":                                                              1,
+		"slurm_rpcs_total{type=REQUEST_NODE_INFO}":                                                7,
+		"slurm_controller_up{host=demo-controller-0,mode=primary}":                                1,
+		"slurm_slurmdbd_up{}":                                                                     1,
+		"slurm_scheduler_cycle_last_seconds{}":                                                    0.000833,
+		"slurm_exporter_answer_age_seconds{resource=nodes}":                                       0,
+		"slurm_exporter_request_errors_total{resource=jobs}":                                      0,
 	} {
 		v, ok := got[series]
 		if !ok {
@@ -245,5 +250,16 @@ func TestGresAndTRES(t *testing.T) {
 	}
 	if c, g := TRES("cpu=8,gres/gpu:h100=2,gres/gpu:a100=1"); c != 8 || g != 3 {
 		t.Errorf("typed TRES = %d CPUs, %d GPUs", c, g)
+	}
+}
+
+// A node's set is its name less the index: the operator names a set's nodes <set>-<index>.
+func TestNodeSetOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"worker-0": "worker", "a100-12": "a100", "cpu-3": "cpu", "node": "", "worker-": "", "-1": "", "gpu-a": "", "my-set-2": "my-set",
+	} {
+		if got := NodeSetOf(name); got != want {
+			t.Errorf("NodeSetOf(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

@@ -50,6 +50,20 @@ var (
 	partGPUs  = gauge("slurm_partition_gpus", "GPUs of the partition's nodes, by type.", "partition", "type")
 	partGPUsA = gauge("slurm_partition_gpus_allocated", "GPUs of the partition's nodes allocated to jobs, by type.", "partition", "type")
 	partGPUsI = gauge("slurm_partition_gpus_idle", "GPUs of the partition's nodes not allocated, by type.", "partition", "type")
+
+	// A node set is the worker set a node belongs to: worker for spec.slurmNodes.worker, else
+	// the name of its entry of spec.slurmNodes.nodeSets (its nodes are named <set>-<index>).
+	setNodes = gauge("slurm_node_set_nodes", "Nodes of the node set by state and, for draining, drained and failed nodes, who took them out and why (as slurm_node_state).", "node_set", "state", "reason_owner", "operator_reason")
+	setCPUs  = gauge("slurm_node_set_cpus", "CPUs of the node set's nodes.", "node_set")
+	setCPUsA = gauge("slurm_node_set_cpus_allocated", "CPUs of the node set's nodes allocated to jobs.", "node_set")
+	setCPUsI = gauge("slurm_node_set_cpus_idle", "CPUs of the node set's nodes not allocated.", "node_set")
+	setMem   = gauge("slurm_node_set_memory_bytes", "Memory of the node set's nodes.", "node_set")
+	setMemA  = gauge("slurm_node_set_memory_allocated_bytes", "Memory of the node set's nodes allocated to jobs.", "node_set")
+	setMemI  = gauge("slurm_node_set_memory_idle_bytes", "Memory of the node set's nodes not allocated.", "node_set")
+	setGPUs  = gauge("slurm_node_set_gpus", "GPUs of the node set's nodes, by type.", "node_set", "type")
+	setGPUsA = gauge("slurm_node_set_gpus_allocated", "GPUs of the node set's nodes allocated to jobs, by type.", "node_set", "type")
+	setGPUsI = gauge("slurm_node_set_gpus_idle", "GPUs of the node set's nodes not allocated, by type.", "node_set", "type")
+	nodeSet  = gauge("slurm_node_info", "1 for each node, labelled with its node set: join on node to group any per-node metric by set.", "node", "node_set")
 )
 
 // Jobs, from the jobs answer.

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 )
@@ -89,6 +90,7 @@ type capacityFamilies struct {
 var (
 	nodeCapacity = capacityFamilies{nodeCPUs, nodeCPUsA, nodeCPUsI, nodeMem, nodeMemA, nodeMemI, nodeGPUs, nodeGPUsA, nodeGPUsI}
 	partCapacity = capacityFamilies{partCPUs, partCPUsA, partCPUsI, partMem, partMemA, partMemI, partGPUs, partGPUsA, partGPUsI}
+	setCapacity  = capacityFamilies{setCPUs, setCPUsA, setCPUsI, setMem, setMemA, setMemI, setGPUs, setGPUsA, setGPUsI}
 )
 
 func (c capacity) emit(e *emitter, f capacityFamilies, key string) {
@@ -109,8 +111,7 @@ func (c capacity) emit(e *emitter, f capacityFamilies, key string) {
 type stateKey struct{ state, owner, reason string }
 
 func emitNodes(e *emitter, nodes []slurm.Node) {
-	parts := map[string]*capacity{}
-	partStates := map[string]map[stateKey]int{}
+	parts, sets := newGroups(), newGroups()
 	for _, n := range nodes {
 		state := slurm.NodeState(n)
 		owner := slurm.ReasonOwner(n, state)
@@ -123,19 +124,57 @@ func emitNodes(e *emitter, nodes []slurm.Node) {
 		c.addNode(n)
 		c.emit(e, nodeCapacity, n.Name)
 		for _, p := range n.Partitions {
-			if parts[p] == nil {
-				parts[p], partStates[p] = &capacity{}, map[stateKey]int{}
-			}
-			parts[p].addNode(n)
-			partStates[p][key]++
+			parts.add(p, n, key)
+		}
+		if set := NodeSetOf(n.Name); set != "" {
+			e.add(nodeSet, 1, n.Name, set)
+			sets.add(set, n, key)
 		}
 	}
-	for _, p := range sortedKeys(parts) {
-		parts[p].emit(e, partCapacity, p)
-		for k, count := range partStates[p] {
-			e.add(partNodes, float64(count), p, k.state, k.owner, k.reason)
+	parts.emit(e, partCapacity, partNodes)
+	sets.emit(e, setCapacity, setNodes)
+}
+
+// groups sums nodes' capacity and states by a group's name (a partition, a node set).
+type groups struct {
+	capacity map[string]*capacity
+	states   map[string]map[stateKey]int
+}
+
+func newGroups() groups {
+	return groups{capacity: map[string]*capacity{}, states: map[string]map[stateKey]int{}}
+}
+
+func (g groups) add(name string, n slurm.Node, key stateKey) {
+	if g.capacity[name] == nil {
+		g.capacity[name], g.states[name] = &capacity{}, map[stateKey]int{}
+	}
+	g.capacity[name].addNode(n)
+	g.states[name][key]++
+}
+
+func (g groups) emit(e *emitter, f capacityFamilies, nodes *family) {
+	for _, name := range sortedKeys(g.capacity) {
+		g.capacity[name].emit(e, f, name)
+		for k, count := range g.states[name] {
+			e.add(nodes, float64(count), name, k.state, k.owner, k.reason)
 		}
 	}
+}
+
+// NodeSetOf is the worker set of an operator-named Slurm node, <set>-<index>: "worker" for
+// worker-3, "a100" for a100-0; "" for a name not of that form.
+func NodeSetOf(name string) string {
+	k := strings.LastIndexByte(name, '-')
+	if k <= 0 || k == len(name)-1 {
+		return ""
+	}
+	for _, r := range name[k+1:] {
+		if r < '0' || r > '9' {
+			return ""
+		}
+	}
+	return name[:k]
 }
 
 // jobKey groups jobs for the per-partition, per-account and per-user metrics.
