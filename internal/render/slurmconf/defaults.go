@@ -2,7 +2,10 @@ package slurmconf
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 )
 
@@ -30,15 +33,7 @@ func Defaults(in base.Input) (SchedulingDefaults, []string) {
 	var d SchedulingDefaults
 	var warnings []string
 
-	// CPUs ÷ GPUs, in whole cores: Slurm allocates cores (CR_Core), so a share of 25 CPUs on a
-	// host with two threads a core takes 13 cores, and eight such jobs would not fit.
-	fair := int64(0)
-	if gpus > 0 && res.CPUs >= gpus {
-		fair = res.CPUs / gpus
-		if t := res.Topology; t != nil && t.ThreadsPerCore > 1 && fair >= t.ThreadsPerCore {
-			fair -= fair % t.ThreadsPerCore
-		}
-	}
+	fair := fairCPUsPerGPU(res, gpus)
 	switch v := cfg.DefCPUPerGPU; {
 	case gpus == 0:
 	case v != nil && res.CPUs > 0 && int64(*v)*gpus > res.CPUs:
@@ -51,10 +46,7 @@ func Defaults(in base.Input) (SchedulingDefaults, []string) {
 		d.CPUPerGPU = fair
 	}
 
-	perCPU := int64(0)
-	if res.CPUs > 0 && res.RealMemoryMiB >= res.CPUs {
-		perCPU = res.RealMemoryMiB / res.CPUs
-	}
+	perCPU := memPerCPU(res)
 	switch {
 	case cfg.DefMemPerNode != nil && res.RealMemoryMiB > 0 && *cfg.DefMemPerNode > res.RealMemoryMiB:
 		warnings = append(warnings, fmt.Sprintf("spec.slurmConfig.defMemPerNode is not used: %d MiB is more than a worker's RealMemory of %d MiB (spec.slurmNodes.worker.resources), so a job asking for no memory could never start; %d MiB is used",
@@ -72,4 +64,65 @@ func Defaults(in base.Input) (SchedulingDefaults, []string) {
 		d.MemPerCPUMiB = perCPU
 	}
 	return d, warnings
+}
+
+// fairCPUsPerGPU is CPUs ÷ GPUs, in whole cores: Slurm allocates cores (CR_Core), so a share
+// of 25 CPUs on a host with two threads a core takes 13 cores, and eight such jobs would not
+// fit. Zero when it cannot be derived.
+func fairCPUsPerGPU(res NodeResources, gpus int64) int64 {
+	if gpus <= 0 || res.CPUs < gpus {
+		return 0
+	}
+	fair := res.CPUs / gpus
+	if t := res.Topology; t != nil && t.ThreadsPerCore > 1 && fair >= t.ThreadsPerCore {
+		fair -= fair % t.ThreadsPerCore
+	}
+	return fair
+}
+
+// memPerCPU is a node's memory ÷ its CPUs, in MiB; zero when it cannot be derived.
+func memPerCPU(res NodeResources) int64 {
+	if res.CPUs > 0 && res.RealMemoryMiB >= res.CPUs {
+		return res.RealMemoryMiB / res.CPUs
+	}
+	return 0
+}
+
+// PartitionDefaults are the scheduling defaults a partition needs of its own. The cluster's
+// (Defaults) are derived from spec.slurmNodes.worker; where one would not let a job asking
+// for a whole node of one of the partition's node sets start (more memory per CPU than the
+// set's nodes have, more CPUs per GPU, more memory per node), the partition gets the largest
+// value that fits every one of its sets. A key the partition's options set is left to them.
+func PartitionDefaults(in base.Input, p slurmv1alpha1.Partition, d SchedulingDefaults) []string {
+	memPerCPUMiB, cpuPerGPU, memPerNodeMiB := d.MemPerCPUMiB, d.CPUPerGPU, d.MemPerNodeMiB
+	for _, set := range in.WorkerSets() {
+		if len(p.NodeSets) > 0 && !slices.Contains(p.NodeSets, set.Name) {
+			continue
+		}
+		res := SetResources(set.Worker)
+		if v := memPerCPU(res); v > 0 && memPerCPUMiB > v {
+			memPerCPUMiB = v
+		}
+		if v := fairCPUsPerGPU(res, int64(in.GPUOf(set.Name).Total())); v > 0 && cpuPerGPU > v {
+			cpuPerGPU = v
+		}
+		if v := res.RealMemoryMiB; v > 0 && memPerNodeMiB > v {
+			memPerNodeMiB = v
+		}
+	}
+	// Slurm reads keys in any case: defmempercpu=1000 in the options is the partition's own.
+	opts := " " + strings.ToLower(p.Options)
+	set := func(key string) bool { return strings.Contains(opts, " "+strings.ToLower(key)+"=") }
+	memSet := set("DefMemPerCPU") || set("DefMemPerNode") || set("DefMemPerGPU")
+	var out []string
+	if memPerNodeMiB < d.MemPerNodeMiB && !memSet {
+		out = append(out, fmt.Sprintf("DefMemPerNode=%d", memPerNodeMiB))
+	}
+	if memPerCPUMiB < d.MemPerCPUMiB && !memSet {
+		out = append(out, fmt.Sprintf("DefMemPerCPU=%d", memPerCPUMiB))
+	}
+	if cpuPerGPU < d.CPUPerGPU && !set("DefCpuPerGPU") {
+		out = append(out, fmt.Sprintf("DefCpuPerGPU=%d", cpuPerGPU))
+	}
+	return out
 }

@@ -341,6 +341,8 @@ func partitionLine(in base.Input, p slurmv1alpha1.Partition) string {
 		maxTime = "INFINITE"
 	}
 	parts = append(parts, "MaxTime="+maxTime, "State=UP")
+	defaults, _ := Defaults(in)
+	parts = append(parts, PartitionDefaults(in, p, defaults)...)
 	if p.Options != "" {
 		parts = append(parts, p.Options)
 	}

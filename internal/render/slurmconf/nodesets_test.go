@@ -1,6 +1,7 @@
 package slurmconf_test
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -124,5 +125,49 @@ func TestACPUOnlySetBesideGPUSetsWritesAnEmptyNodeGresFile(t *testing.T) {
 	in = fixtures.Input(sc)
 	if got := slurmconf.WorkerGPUFlags(in, in.Cluster.WorkerSets()[2]); got != nil {
 		t.Errorf("a CPU-only cluster's flags: %q, want none", got)
+	}
+}
+
+// A partition whose sets have fewer MiB per CPU, CPUs per GPU or MiB per node than the workers
+// the cluster's defaults come from gets the largest values that fit all its sets; a partition
+// of sets that fit the cluster's defaults, or whose options set the key, gets none.
+func TestPartitionsGetTheDefaultsTheirSetsFit(t *testing.T) {
+	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster_minimal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Spec.SlurmNodes.Worker.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi")}
+	sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](4)
+	small := func(cpu, mem string) *slurmv1alpha1.NodeSetResources {
+		return &slurmv1alpha1.NodeSetResources{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}
+	}
+	sc.Spec.SlurmNodes.NodeSets = []slurmv1alpha1.NodeSet{
+		{Name: "small", Size: 2, GPU: ptr.To[int32](4), Resources: small("8", "16Gi")}, // half the workers' memory per CPU, 2 CPUs per GPU
+		{Name: "big", Size: 2, GPU: ptr.To[int32](0), Resources: small("16", "128Gi")},
+	}
+	sc.Spec.SlurmConfig.Partitions = []slurmv1alpha1.Partition{
+		{Name: "all", Default: true},
+		{Name: "workers", NodeSets: []string{"worker", "big"}},
+		{Name: "small", NodeSets: []string{"small"}},
+		{Name: "mine", NodeSets: []string{"small"}, Options: "PriorityTier=2 defmempercpu=1000"},
+	}
+	in := fixtures.Input(sc)
+	in.GPU, in.SetGPUs = base.GPU{Count: 4}, map[string]base.GPU{"small": {Count: 4}}
+	d, _ := slurmconf.Defaults(in)
+	set, _ := sc.WorkerSet("small")
+	smallPerCPU := slurmconf.SetResources(set.Worker).RealMemoryMiB / 8
+	if d.MemPerCPUMiB <= smallPerCPU || d.CPUPerGPU != 4 {
+		t.Fatalf("the cluster's defaults: %+v, want more than the small set's %d MiB per CPU and 4 CPUs per GPU, from the workers", d, smallPerCPU)
+	}
+	mem := fmt.Sprintf("DefMemPerCPU=%d", smallPerCPU)
+	for i, want := range []string{mem + " DefCpuPerGPU=2", "", mem + " DefCpuPerGPU=2", "DefCpuPerGPU=2"} {
+		p := sc.Spec.SlurmConfig.Partitions[i]
+		if got := strings.Join(slurmconf.PartitionDefaults(in, p, d), " "); got != want {
+			t.Errorf("partition %s: %q, want %q", p.Name, got, want)
+		}
+	}
+	conf := slurmconf.Files(in)["slurm-base.conf"]
+	if !strings.Contains(conf, "PartitionName=small Nodes=small-[0-1] MaxTime=INFINITE State=UP "+mem+" DefCpuPerGPU=2\n") {
+		t.Errorf("slurm.conf lacks the small partition's defaults:\n%s", conf)
 	}
 }
