@@ -147,6 +147,7 @@ type Worker struct {
 	// operator's.
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 8192)",message="every value must be at most 8 KiB: Kubernetes takes at most 256 KiB of annotations on a pod"
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 131072",message="the annotations must be at most 128 KiB in all (keys and values): Kubernetes takes at most 256 KiB of annotations on a pod, the operator's own included"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
@@ -293,6 +294,7 @@ type Login struct {
 	// Changing them replaces the login pods. Keys under slurm.hpc.dev/ are the operator's.
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 8192)",message="every value must be at most 8 KiB: Kubernetes takes at most 256 KiB of annotations on a pod"
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 131072",message="the annotations must be at most 128 KiB in all (keys and values): Kubernetes takes at most 256 KiB of annotations on a pod, the operator's own included"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional

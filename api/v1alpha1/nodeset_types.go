@@ -89,6 +89,7 @@ type NodeSet struct {
 	// spec.slurmNodes.worker.podAnnotations.
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 8192)",message="every value must be at most 8 KiB: Kubernetes takes at most 256 KiB of annotations on a pod"
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 131072",message="the annotations must be at most 128 KiB in all (keys and values): Kubernetes takes at most 256 KiB of annotations on a pod, the operator's own included"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('slurm.hpc.dev/'))",message="annotations under slurm.hpc.dev/ are the operator's own"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="every key must be an annotation key: an optional DNS prefix and a slash, then a name of letters, digits, '-', '_' and '.'"
 	// +optional
@@ -97,6 +98,7 @@ type NodeSet struct {
 	// Image of the set's slurmd container. Unset: spec.images.worker. Its Slurm must be the
 	// cluster's release (docs/upgrades.md).
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	// +optional
 	Image string `json:"image,omitempty"`
 }
@@ -120,14 +122,14 @@ type NodeSetStatus struct {
 type NodeSetResources struct {
 	// Limits are the most the container may use.
 	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || k.contains('/'))",message="every resource must be cpu, memory, ephemeral-storage, hugepages-<size>, or a name with a DNS prefix such as rdma/ib"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || (k.contains('/') && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')))",message="every resource must be cpu, memory, ephemeral-storage, hugepages-<size>, or a name with a DNS prefix such as rdma/ib"
 	// +optional
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 
 	// Requests are what the scheduler reserves for the container. An extended resource or huge
 	// pages need a limit of the same amount.
 	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || k.contains('/'))",message="every resource must be cpu, memory, ephemeral-storage, hugepages-<size>, or a name with a DNS prefix such as rdma/ib"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-') || (k.contains('/') && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')))",message="every resource must be cpu, memory, ephemeral-storage, hugepages-<size>, or a name with a DNS prefix such as rdma/ib"
 	// +optional
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 }

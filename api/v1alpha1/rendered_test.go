@@ -117,18 +117,55 @@ func podFieldEdits() []podFieldEdit {
 		{"blocked egress addresses with host bits, and IPv6 alone (valid)", setTo("spec.networkPolicies.blockedEgressCIDRs", []any{"10.1.2.3/8", "fd00:ec2::254/64"}), ""},
 		{"no blocked egress address (valid)", setTo("spec.networkPolicies.blockedEgressCIDRs", []any{}), ""},
 		{"a worker pod annotation value of 300 KiB", setTo("spec.slurmNodes.worker.podAnnotations", map[string]any{"example.com/big": strings.Repeat("a", 300*1024)}), "spec.slurmNodes.worker.podAnnotations"},
+		{"32 worker pod annotations of 8 KiB each", setTo("spec.slurmNodes.worker.podAnnotations", manyAnnotations(32, 8192)), "spec.slurmNodes.worker.podAnnotations"},
+		{"32 login pod annotations of 8 KiB each", setTo("spec.slurmNodes.login.podAnnotations", manyAnnotations(32, 8192)), "spec.slurmNodes.login.podAnnotations"},
+		{"worker pod annotations of 120 KiB in all (valid)", setTo("spec.slurmNodes.worker.podAnnotations", manyAnnotations(15, 8192)), ""},
+
+		// Node sets: what a set sets instead of spec.slurmNodes.worker.
+		{"a node set of every field (valid)", nodeSet(map[string]any{
+			"name": "a100", "size": 2, "k8sNodeFilterName": "gpu", "gpu": 4, "features": []any{"ampere", "nvlink"},
+			"resources":      map[string]any{"requests": map[string]any{"cpu": "4", "memory": "8Gi"}, "limits": map[string]any{"cpu": "4", "memory": "8Gi", "rdma/ib": "1"}},
+			"podAnnotations": map[string]any{"k8s.v1.cni.cncf.io/networks": "ib-sriov"}, "image": "slurm-k8s/worker:24.11-a100",
+			"cpuTopology": map[string]any{"sockets": 2, "coresPerSocket": 2, "threadsPerCore": 1},
+		}), ""},
+		{"a node set image with a trailing newline", nodeSet(map[string]any{"name": "a100", "size": 1, "image": "slurm-k8s/worker:24.11\n"}), "spec.slurmNodes.nodeSets[0].image"},
+		{"a node set image with a space", nodeSet(map[string]any{"name": "a100", "size": 1, "image": "slurm-k8s/worker :24.11"}), "spec.slurmNodes.nodeSets[0].image"},
+		{"a node set pod annotation key with a space", nodeSet(map[string]any{"name": "a100", "size": 1, "podAnnotations": map[string]any{"my key": "x"}}), "spec.slurmNodes.nodeSets[0].podAnnotations"},
+		{"32 node set pod annotations of 8 KiB each", nodeSet(map[string]any{"name": "a100", "size": 1, "podAnnotations": manyAnnotations(32, 8192)}), "spec.slurmNodes.nodeSets[0].podAnnotations"},
+		{"a node set resource that is not a resource name", nodeSet(map[string]any{"name": "a100", "size": 1, "resources": map[string]any{"limits": map[string]any{"gpus": "1"}}}), "spec.slurmNodes.nodeSets[0].resources.limits"},
+		{"a node set resource name with a space", nodeSet(map[string]any{"name": "a100", "size": 1, "resources": map[string]any{"requests": map[string]any{"my/fpga card": "1"}}}), "spec.slurmNodes.nodeSets[0].resources.requests"},
+		{"a node set feature with a comma", nodeSet(map[string]any{"name": "a100", "size": 1, "features": []any{"a,b"}}), "spec.slurmNodes.nodeSets[0].features[0]"},
 	}
+}
+
+// renderRefusedEdits are admitted, because the CRD's CEL cost budget cannot hold their rule,
+// and refused when the cluster is rendered, naming the field: the status says so and nothing
+// is applied.
+func renderRefusedEdits() []podFieldEdit {
+	return []podFieldEdit{
+		{"node set requests above their limits", nodeSet(map[string]any{"name": "a100", "size": 1, "resources": map[string]any{"requests": map[string]any{"memory": "8Gi"}, "limits": map[string]any{"memory": "4Gi"}}}), "spec.slurmNodes.nodeSets[0].resources"},
+		{"node set CPU requests above their limits", nodeSet(map[string]any{"name": "a100", "size": 1, "resources": map[string]any{"requests": map[string]any{"cpu": "3"}, "limits": map[string]any{"cpu": "2"}}}), "spec.slurmNodes.nodeSets[0].resources"},
+	}
+}
+
+// manyAnnotations are n annotations of size bytes each.
+func manyAnnotations(n, size int) map[string]any {
+	out := map[string]any{}
+	for i := 0; i < n; i++ {
+		out[fmt.Sprintf("example.com/a%d", i)] = strings.Repeat("a", size)
+	}
+	return out
+}
+
+// nodeSet adds one node set to the spec.
+func nodeSet(set map[string]any) func(map[string]any) {
+	return setTo("spec.slurmNodes.nodeSets", []any{set})
 }
 
 var _ = Describe("what the API server admits, Kubernetes accepts from the operator", func() {
 	for _, tc := range podFieldEdits() {
 		It("for "+tc.name+": refused naming the field, or every rendered object accepted", func(ctx SpecContext) {
-			obj := baseManifest()
-			name := fmt.Sprintf("edit-%x", fnv(tc.name))
-			setTo("metadata.name", name)(obj)
-			setTo("spec.clusterName", name)(obj)
-			tc.edit(obj)
-			err := create(ctx, obj, "default")
+			name, err := createEdited(ctx, tc)
 			if err != nil {
 				Expect(tc.field).NotTo(BeEmpty(), "a valid spec was refused: %v", err)
 				Expect(err.Error()).To(ContainSubstring(tc.field), "refused without naming the field")
@@ -142,6 +179,29 @@ var _ = Describe("what the API server admits, Kubernetes accepts from the operat
 		})
 	}
 })
+
+var _ = Describe("what the API server admits but cannot check, the render refuses", func() {
+	for _, tc := range renderRefusedEdits() {
+		It("for "+tc.name+": refused when rendered, naming the field", func(ctx SpecContext) {
+			name, err := createEdited(ctx, tc)
+			Expect(err).NotTo(HaveOccurred())
+			sc := &slurmv1alpha1.SlurmCluster{}
+			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, sc)).To(Succeed())
+			_, err = render.All(fixtures.Input(sc))
+			Expect(err).To(MatchError(ContainSubstring(tc.field)))
+		})
+	}
+})
+
+// createEdited creates the base manifest with the edit applied, named after the case.
+func createEdited(ctx context.Context, tc podFieldEdit) (string, error) {
+	obj := baseManifest()
+	name := fmt.Sprintf("edit-%x", fnv(tc.name))
+	setTo("metadata.name", name)(obj)
+	setTo("spec.clusterName", name)(obj)
+	tc.edit(obj)
+	return name, create(ctx, obj, "default")
+}
 
 // dryRunRendered creates every object the operator renders for sc with a server-side dry run and
 // returns the refusals. Kinds the API server does not serve here (mariadb-operator's, the
