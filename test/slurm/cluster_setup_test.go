@@ -72,12 +72,17 @@ func render(t testing.TB, sc *slurmv1alpha1.SlurmCluster) rendered {
 	t.Helper()
 	in := fixtures.Input(sc)
 	in.GPU = gpu.Find(in.Cluster, gpuNodes()).GPU
+	dbd := accounting.ConfigSecret(in).Data[slurmconf.SlurmdbdConf]
+	return rendered{in: in, files: slurmFiles(in), slurmdbd: dbd}
+}
+
+// slurmFiles are the files of the cluster's Slurm ConfigMap, by name.
+func slurmFiles(in base.Input) map[string][]byte {
 	files := map[string][]byte{}
 	for name, text := range shared.SlurmConfigMap(in).Data {
 		files[name] = []byte(text)
 	}
-	dbd := accounting.ConfigSecret(in).Data[slurmconf.SlurmdbdConf]
-	return rendered{in: in, files: files, slurmdbd: dbd}
+	return files
 }
 
 // workerHost is worker i as its pod runs it: named as the pod, and slurmd started by the
@@ -110,10 +115,16 @@ func allMinors(n int) []int {
 // plugin gave these GPUs of its host (the host's own being 0..len-1 of GPUs, or more).
 func entrypointRunFiles(t testing.TB, in base.Input, minors []int, node ...int) map[string][]byte {
 	t.Helper()
+	return setEntrypointRunFiles(t, in, in.Cluster.WorkerSets()[0], minors, node...)
+}
+
+// setEntrypointRunFiles is entrypointRunFiles for a pod of one worker set.
+func setEntrypointRunFiles(t testing.TB, in base.Input, set slurmv1alpha1.WorkerSet, minors []int, node ...int) map[string][]byte {
+	t.Helper()
 	var cfg jailexec.Config
 	fs := flag.NewFlagSet("slurm-jail-exec", flag.ContinueOnError)
 	jailexec.GPUFlags(fs, &cfg)
-	if err := fs.Parse(slurmconf.WorkerGPUFlags(in, in.Cluster.WorkerSets()[0])); err != nil {
+	if err := fs.Parse(slurmconf.WorkerGPUFlags(in, set)); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.GresConf == "" {
