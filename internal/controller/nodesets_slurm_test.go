@@ -192,3 +192,28 @@ var _ = Describe("one set rolling while another scales down, against a real Slur
 		Expect(*get(ctx, &appsv1.StatefulSet{}, ns, "both-cpu").Spec.Replicas).To(Equal(int32(2)))
 	})
 })
+
+var _ = Describe("a node set whose filter matches no node", func() {
+	It("says which of its pods cannot start, by Slurm name, and leaves the workers and the set's node line alone", func(ctx SpecContext) {
+		ns, _ := minimalCluster(ctx, "lone", 1, func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.K8sNodeFilters = append(sc.Spec.K8sNodeFilters, slurmv1alpha1.K8sNodeFilter{Name: "nowhere", NodeSelector: map[string]slurmv1alpha1.LabelValue{"pool": "none"}})
+			sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](0)
+			sc.Spec.SlurmNodes.NodeSets = []slurmv1alpha1.NodeSet{{Name: "cpu", Size: 1, K8sNodeFilterName: "nowhere", GPU: ptr.To[int32](0)}}
+		})
+		Eventually(func() map[string]string {
+			s := &appsv1.StatefulSet{}
+			if err := k8sClient.Get(ctx, key(ns, "lone-cpu"), s); err != nil {
+				return nil
+			}
+			return s.Spec.Template.Spec.NodeSelector
+		}).WithTimeout(timeout).Should(HaveKeyWithValue("pool", "none"))
+		workersBefore := get(ctx, &appsv1.StatefulSet{}, ns, "lone-worker")
+
+		why := "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+		pendingSetPod(ctx, ns, "lone", "cpu", 0, why)
+		eventuallyCondition(ctx, ns, "lone", "WorkersAvailable", "WorkerPodsPending",
+			"pod lone-cpu-0 (Slurm node cpu-0) cannot start: Unschedulable: "+why)
+		Expect(slurmConf(ctx, ns, "lone")).To(And(ContainSubstring("NodeName=worker-0 "), ContainSubstring("NodeName=cpu-0 ")))
+		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "lone-worker").Generation).To(Equal(workersBefore.Generation), "the default workers' StatefulSet changed")
+	})
+})

@@ -367,12 +367,20 @@ var _ = Describe("scaling down past a worker pod that never ran", func() {
 
 // pendingPod plays the scheduler for a worker pod it cannot place.
 func pendingPod(ctx SpecContext, ns, cluster string, i int, why string) {
+	pendingSetPod(ctx, ns, cluster, slurmv1alpha1.DefaultNodeSet, i, why)
+}
+
+// pendingSetPod is pendingPod for a pod of a worker set.
+func pendingSetPod(ctx SpecContext, ns, cluster, set string, i int, why string) {
 	sc := &slurmv1alpha1.SlurmCluster{}
 	sc.Name, sc.Namespace = cluster, ns
 	labels := base.Labels(sc, slurmv1alpha1.ComponentWorker)
+	if set != slurmv1alpha1.DefaultNodeSet {
+		labels[slurmv1alpha1.LabelNodeSet] = set
+	}
 	labels[base.LabelPodIndex] = fmt.Sprint(i)
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-worker-%d", cluster, i), Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", cluster, set, i), Namespace: ns, Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd"}}},
 	}
 	Expect(k8sClient.Create(ctx, p)).To(Succeed())
