@@ -21,6 +21,11 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/render/checkjob"
 )
 
+// cancelWait bounds a wait for cancelled holder jobs to show CANCELLED: a cancelled job is
+// COMPLETING until its node reports its processes gone, which slurm.conf's KillWait (30 s)
+// allows for, and a loaded machine takes longer than the usual wait.
+const cancelWait = time.Minute
+
 var _ = Describe("active checks against a real Slurm cluster", func() {
 	It("drains the worker whose check fails with the check's output, and the status names the check, the output and the next run", func(ctx SpecContext) {
 		ns, sc := minimalCluster(ctx, "chk", 2, func(sc *slurmv1alpha1.SlurmCluster) {
@@ -150,7 +155,7 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 			for _, w := range []string{"worker-0", "worker-1"} {
 				g.Expect(out).To(ContainSubstring(jobs[w].Labels[checkjob.LabelHolder]+"|CANCELLED"), "the holder of %s", w)
 			}
-		}).WithTimeout(timeout).Should(Succeed())
+		}).WithTimeout(cancelWait).Should(Succeed())
 
 		By("a check whose image cannot be pulled drains nobody: its holders end, its Jobs go, an event says why")
 		updateSpec(ctx, ns, "chk", func(sc *slurmv1alpha1.SlurmCluster) {
@@ -188,7 +193,7 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 				}
 			}
 			g.Expect(notRun).To(Equal(2))
-		}).WithTimeout(timeout).Should(Succeed())
+		}).WithTimeout(cancelWait).Should(Succeed())
 		for _, w := range []string{"worker-0", "worker-1"} {
 			n, err := client.Node(ctx, w)
 			Expect(err).NotTo(HaveOccurred())
@@ -219,7 +224,7 @@ var _ = Describe("active checks against a real Slurm cluster", func() {
 			out, err := cluster.Exec(context.Background(), "chk-login-0", "squeue", "-h", "-t", "all", "-n", "slurm-operator-check-refused", "-o", "%T")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(strings.Fields(out)).To(Equal([]string{"CANCELLED", "CANCELLED"})) // not waited out to TIMEOUT
-		}).WithTimeout(timeout).Should(Succeed())
+		}).WithTimeout(cancelWait).Should(Succeed())
 		for _, w := range []string{"worker-0", "worker-1"} {
 			n, err := client.Node(ctx, w)
 			Expect(err).NotTo(HaveOccurred())
