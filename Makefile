@@ -10,8 +10,6 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
-PROMETHEUS_VERSION ?= v0.316.0
-PROMTOOL := $(TOOLS)/promtool-$(PROMETHEUS_VERSION)
 
 GO_TEST_FLAGS ?=
 
@@ -70,10 +68,20 @@ images: node-assets ## Build every image with BuildKit on a debootstrap'd Debian
 	hack/images.sh
 
 .PHONY: test
-test: check-generated lint test-assets slurm-rootfs node-assets $(PROMTOOL) ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node test.
-	KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
-	  SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" PROMTOOL="$(PROMTOOL)" \
-	  go test -timeout 20m $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node)
+test: check-generated lint test-assets slurm-rootfs ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node test.
+	@# The node tests' binaries and images build beside the other packages' tests (which spend
+	@# much of their time waiting on Slurm and the API server), not before them.
+	mkdir -p $(CACHE)/logs
+	log=$(CACHE)/logs/node-prebuild.log; \
+	echo "test: the node assets and images build in the background, logged to $$log"; \
+	( t0=$$(date +%s); hack/node-assets.sh >/dev/null && hack/images.sh >/dev/null && \
+	  echo "the node assets and images were ready in $$(( $$(date +%s) - t0 )) s" ) >$$log 2>&1 & prebuild=$$!; \
+	rc=0; KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
+	  SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" PROMTOOL="$$(hack/promtool.sh)" \
+	  go test -timeout 30m $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node) || rc=$$?; \
+	if ! wait $$prebuild; then echo "test: building the node assets or images failed:"; tail -40 $$log; exit 1; fi; \
+	echo "test: $$(tail -1 $$log)"; \
+	exit $$rc
 	$(MAKE) test-node
 
 .PHONY: test-node
@@ -157,13 +165,9 @@ $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS)
 	bin=$$(mktemp -d $(TOOLS)/.gobin.XXXXXX); if GOBIN=$$bin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) && mv $$bin/controller-gen $@; then rc=0; else rc=1; fi; rm -rf $$bin; exit $$rc
 
-$(PROMTOOL):
-	mkdir -p $(TOOLS)
-	bin=$$(mktemp -d $(TOOLS)/.gobin.XXXXXX); if GOBIN=$$bin GOFLAGS=-buildvcs=false go install github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) && mv $$bin/promtool $@; then rc=0; else rc=1; fi; rm -rf $$bin; exit $$rc
-
 .PHONY: test-alerts
-test-alerts: $(PROMTOOL) ## Check the alerts and the dashboard's queries with promtool, and run the alerts' unit tests.
-	PROMTOOL="$(PROMTOOL)" go test -count=1 -v ./test/alerts/
+test-alerts: ## Check the alerts and the dashboard's queries with promtool, and run the alerts' unit tests.
+	PROMTOOL="$$(hack/promtool.sh)" go test -count=1 -v ./test/alerts/
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)

@@ -69,7 +69,7 @@ build_containerd() {
 	mod containerd
 	local p=github.com/containerd/containerd/v2/cmd
 	go get "$p/containerd@$CONTAINERD_VERSION" >/dev/null 2>&1
-	CGO_ENABLED=0 go build -tags "no_btrfs no_devmapper no_zfs" -ldflags "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+	CGO_ENABLED=0 go build -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
 		-o "$OUT/src/containerd/" "$p/containerd" "$p/ctr" "$p/containerd-shim-runc-v2"
 	for n in containerd ctr containerd-shim-runc-v2; do mv "$OUT/src/containerd/$n" "$OUT/bin/$n"; done
 }
@@ -80,7 +80,7 @@ build_runc() {
 	need_debs gcc pkg-config libseccomp-dev
 	mod runc
 	go get "github.com/opencontainers/runc@$RUNC_VERSION" >/dev/null 2>&1
-	CGO_ENABLED=1 go build -tags seccomp -ldflags "-X main.version=${RUNC_VERSION#v}" -o "$OUT/bin/runc.tmp" github.com/opencontainers/runc
+	CGO_ENABLED=1 go build -tags seccomp -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" -o "$OUT/bin/runc.tmp" github.com/opencontainers/runc
 	mv "$OUT/bin/runc.tmp" "$OUT/bin/runc"
 }
 
@@ -90,7 +90,7 @@ build_cni() {
 	mod cni
 	local p=github.com/containernetworking/plugins/plugins
 	go get "$p/main/bridge@$CNI_VERSION" "$p/ipam/host-local@$CNI_VERSION" "$p/main/loopback@$CNI_VERSION" "$p/meta/portmap@$CNI_VERSION" >/dev/null 2>&1
-	CGO_ENABLED=0 go build -o "$OUT/src/cni/" "$p/main/bridge" "$p/ipam/host-local" "$p/main/loopback" "$p/meta/portmap"
+	CGO_ENABLED=0 go build -ldflags "-s -w" -o "$OUT/src/cni/" "$p/main/bridge" "$p/ipam/host-local" "$p/main/loopback" "$p/meta/portmap"
 	for n in bridge host-local loopback portmap; do mv "$OUT/src/cni/$n" "$OUT/cni-bin/$n"; done
 }
 
@@ -99,7 +99,7 @@ build_coredns() {
 	log "building CoreDNS $COREDNS_VERSION (about 3 minutes cold)"
 	mod coredns
 	go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null 2>&1
-	CGO_ENABLED=0 go build -o "$OUT/bin/coredns.tmp" github.com/coredns/coredns
+	CGO_ENABLED=0 go build -ldflags "-s -w" -o "$OUT/bin/coredns.tmp" github.com/coredns/coredns
 	mv "$OUT/bin/coredns.tmp" "$OUT/bin/coredns"
 }
 

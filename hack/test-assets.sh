@@ -53,7 +53,7 @@ build_k8s() {
   k8s_module
   local v=${K8S_VERSION#v} maj min
   maj=$(echo "$v" | cut -d. -f1); min=$(echo "$v" | cut -d. -f2)
-  local ld="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=$maj -X k8s.io/component-base/version.gitMinor=$min -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=$maj -X k8s.io/client-go/pkg/version.gitMinor=$min"
+  local ld="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=$maj -X k8s.io/component-base/version.gitMinor=$min -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=$maj -X k8s.io/client-go/pkg/version.gitMinor=$min"
   CGO_ENABLED=0 go build -ldflags "$ld" -o "$OUT/$name.tmp" "k8s.io/kubernetes/cmd/$name"
   mv "$OUT/$name.tmp" "$OUT/$name"
 }
@@ -65,7 +65,7 @@ build_etcd() {
   rm -rf "$src"; mkdir -p "$src"; cd "$src"
   go mod init slurm-operator-test-assets/etcd >/dev/null 2>&1
   go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1
-  CGO_ENABLED=0 go build -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
+  CGO_ENABLED=0 go build -ldflags "-s -w" -o "$OUT/etcd.tmp" go.etcd.io/etcd/server/v3
   mv "$OUT/etcd.tmp" "$OUT/etcd"
 }
 
@@ -76,7 +76,7 @@ build_helm() {
   rm -rf "$src"; mkdir -p "$src"; cd "$src"
   go mod init slurm-operator-test-assets/helm >/dev/null 2>&1
   go get "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >/dev/null 2>&1
-  CGO_ENABLED=0 go build -ldflags "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" -o "$OUT/helm.tmp" helm.sh/helm/v3/cmd/helm
+  CGO_ENABLED=0 go build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" -o "$OUT/helm.tmp" helm.sh/helm/v3/cmd/helm
   mv "$OUT/helm.tmp" "$OUT/helm"
 }
 
