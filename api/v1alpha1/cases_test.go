@@ -91,6 +91,22 @@ func invalidCases() []invalidCase {
 			"spec.upgrades.backup", "set either volumeSourceName"},
 		{"an upgrade backup that says nothing", setTo("spec.upgrades.backup", map[string]any{"skip": false}),
 			"spec.upgrades.backup", "set either volumeSourceName"},
+		{"scheduled backups to a volume that is not a volume source", setTo("spec.backups", map[string]any{"schedule": "@daily", "volumeSourceName": "nope"}),
+			"spec.backups.volumeSourceName", "must name an entry of spec.volumeSources"},
+		{"scheduled backups to an emptyDir", func(m map[string]any) {
+			setTo("spec.volumeSources", []any{
+				map[string]any{"name": "jail", "persistentVolumeClaim": map[string]any{"claimName": "jail-pvc"}},
+				map[string]any{"name": "scratch", "emptyDir": map[string]any{}}})(m)
+			setTo("spec.backups", map[string]any{"schedule": "@daily", "volumeSourceName": "scratch"})(m)
+		}, "spec.backups.volumeSourceName", "names an emptyDir volume source"},
+		{"scheduled backups without a schedule", setTo("spec.backups", map[string]any{"volumeSourceName": "data"}),
+			"spec.backups.schedule", "Required value"},
+		{"a backup schedule of three fields", setTo("spec.backups", map[string]any{"schedule": "0 3 *", "volumeSourceName": "data"}),
+			"spec.backups.schedule", "should match"},
+		{"a backup schedule with its time zone", setTo("spec.backups", map[string]any{"schedule": "TZ=UTC 0 3 * * *", "volumeSourceName": "data"}),
+			"spec.backups.schedule", "set the time zone in backups.timeZone"},
+		{"keeping no backup", setTo("spec.backups", map[string]any{"schedule": "@daily", "volumeSourceName": "data", "keep": 0}),
+			"spec.backups.keep", "greater than or equal to 1"},
 		{"a worker size above 4096", setTo("spec.slurmNodes.worker.size", 5000), "spec.slurmNodes.worker.size", "less than or equal to 4096"},
 		{"both a default memory per node and per CPU", func(m map[string]any) {
 			setTo("spec.slurmConfig.defMemPerNode", 4096)(m)

@@ -24,6 +24,8 @@ const (
 	// ComponentUpgradeBackup labels the Job that backs up the accounting database and the
 	// controller's state before a change of Slurm release.
 	ComponentUpgradeBackup Component = "upgrade-backup"
+	// ComponentBackup labels the CronJob of scheduled backups (spec.backups) and its Jobs.
+	ComponentBackup Component = "backup"
 	// ComponentNodeNames gives the Slurm node names DNS names (NodeNamesServiceName).
 	ComponentNodeNames Component = "nodes"
 )
@@ -100,6 +102,9 @@ func (c *SlurmCluster) MariaDBName() string { return c.Name + "-mariadb" }
 func (c *SlurmCluster) UpgradeBackupJobName(target string) string {
 	return c.ComponentName(ComponentUpgradeBackup) + "-" + ShortHash([]byte(target))[:8]
 }
+
+// BackupCronJobName is the CronJob of scheduled backups; its Jobs are named after it.
+func (c *SlurmCluster) BackupCronJobName() string { return c.ComponentName(ComponentBackup) }
 
 // PopulateJailJobName is the Job that fills the jail. Its name carries a hash of the image and
 // the overwrite flag, so a changed request runs a new Job once; it is also the request's name

@@ -29,6 +29,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.slurmConfig.partitions) || self.slurmConfig.partitions.filter(p, has(p.default) && p.default).size() <= 1",message="at most one partition may be the default",fieldPath=".slurmConfig.partitions"
 // +kubebuilder:validation:XValidation:rule="!has(self.upgrades) || !has(self.upgrades.backup) || !has(self.upgrades.backup.volumeSourceName) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.upgrades.backup.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".upgrades.backup.volumeSourceName"
 // +kubebuilder:validation:XValidation:rule="!has(self.upgrades) || !has(self.upgrades.backup) || !has(self.upgrades.backup.volumeSourceName) || !has(self.volumeSources) || !self.volumeSources.exists(v, v.name == self.upgrades.backup.volumeSourceName && has(v.emptyDir))",message="names an emptyDir volume source: a backup there is gone when the backup Job's pod ends; name a persistentVolumeClaim, nfs, csi or hostPath source",fieldPath=".upgrades.backup.volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.backups) || (has(self.volumeSources) && self.volumeSources.exists(v, v.name == self.backups.volumeSourceName))",message="must name an entry of spec.volumeSources",fieldPath=".backups.volumeSourceName"
+// +kubebuilder:validation:XValidation:rule="!has(self.backups) || !has(self.volumeSources) || !self.volumeSources.exists(v, v.name == self.backups.volumeSourceName && has(v.emptyDir))",message="names an emptyDir volume source: a backup there is gone when the backup Job's pod ends; name a persistentVolumeClaim, nfs, csi or hostPath source",fieldPath=".backups.volumeSourceName"
 type SlurmClusterSpec struct {
 	// ClusterName is the Slurm cluster name (ClusterName in slurm.conf, and the cluster's name in
 	// the accounting database). It cannot be changed after creation: Slurm ties saved state and
@@ -103,6 +105,11 @@ type SlurmClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Upgrades Upgrades `json:"upgrades,omitempty"`
+
+	// Backups takes scheduled backups of the accounting database and the controller's state
+	// to a volume, keeping the newest few (docs/backup.md). Unset: no scheduled backups.
+	// +optional
+	Backups *Backups `json:"backups,omitempty"`
 
 	// SlurmNodes sets the count and configuration of each kind of Slurm node.
 	SlurmNodes SlurmNodes `json:"slurmNodes"`

@@ -4,6 +4,7 @@ import (
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -29,6 +30,7 @@ func CacheOptions(namespaces ...string) cache.Options {
 		&corev1.Secret{}:              {Label: managed},
 		&corev1.ConfigMap{}:           {Label: managed},
 		&networkingv1.NetworkPolicy{}: {Label: managed},
+		&batchv1.CronJob{}:            {Label: managed},
 		&appsv1.StatefulSet{}:         {Transform: slimStatefulSet},
 		&corev1.Node{}:                {Transform: slimNode},
 		&corev1.Pod{}:                 {Label: managed, Transform: slimPod},

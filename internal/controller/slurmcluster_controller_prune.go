@@ -34,7 +34,7 @@ func (r *SlurmClusterReconciler) prune(ctx context.Context, s *reconcileScope) e
 			desired[fmt.Sprintf("%T/%s", o, o.GetName())] = true
 		}
 	}
-	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &batchv1.JobList{}, &policyv1.PodDisruptionBudgetList{}, &networkingv1.NetworkPolicyList{}}
+	lists := []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &batchv1.JobList{}, &batchv1.CronJobList{}, &policyv1.PodDisruptionBudgetList{}, &networkingv1.NetworkPolicyList{}}
 	for _, list := range lists {
 		if err := r.List(ctx, list, client.InNamespace(sc.Namespace), client.MatchingLabels(base.ClusterLabels(sc))); err != nil {
 			return fmt.Errorf("list children: %w", err)

@@ -31,7 +31,7 @@ func TestEveryChildIsNamedInNamesGo(t *testing.T) {
 				sc.SSHHostKeysSecretName(): true, sc.JWTKeySecretName(): true, sc.SlurmdbdConfigSecretName(): true,
 				sc.DatabasePasswordSecretName(): true, sc.MariaDBName(): true, sc.MariaDBDatabaseObjectName(): true,
 				sc.MariaDBUserObjectName(): true, sc.PopulateJailJobName(): true, sc.BusyPodDisruptionBudgetName(): true,
-				sc.NodeNamesServiceName(): true, sc.ExporterTokenSecretName(): true,
+				sc.NodeNamesServiceName(): true, sc.ExporterTokenSecretName(): true, sc.BackupCronJobName(): true,
 			}
 			for _, c := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentController, slurmv1alpha1.ComponentWorker,
 				slurmv1alpha1.ComponentLogin, slurmv1alpha1.ComponentAccounting, slurmv1alpha1.ComponentExporter} {

@@ -12,6 +12,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/accounting"
+	"github.com/slurm-k8s/slurm-operator/internal/render/backup"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/exporter"
 	"github.com/slurm-k8s/slurm-operator/internal/render/jail"
@@ -129,6 +130,13 @@ func All(in base.Input) ([]Part, error) {
 			objs = append(objs, exporter.ServiceMonitor(in))
 		}
 		parts = append(parts, Part{Component: slurmv1alpha1.ComponentExporter, Objects: objs})
+	}
+	cj, err := backup.CronJob(sc)
+	if err != nil {
+		return nil, err
+	}
+	if cj != nil {
+		parts = append(parts, Part{Component: slurmv1alpha1.ComponentBackup, Objects: []client.Object{cj}})
 	}
 	// Last: the node names matter once pods have addresses, and a new cluster's StatefulSets
 	// come first. The controller leaves them out until a pod has an address.

@@ -1,5 +1,5 @@
 // Package alerts checks the alerts and the Grafana dashboard the operator chart ships
-// (charts/slurm-operator/files) with promtool, built from the Prometheus module by `make`:
+// (charts/slurm-operator/files) with promtool (hack/promtool.sh, which `make` runs):
 // the rules parse, their unit tests (alerts_test.yaml) pass, every dashboard query parses as
 // PromQL, and every metric the rules and the dashboard name is one the exporter or the
 // operator serves.
@@ -40,7 +40,7 @@ func promtool(t *testing.T, args ...string) string {
 	t.Helper()
 	bin := os.Getenv("PROMTOOL")
 	if bin == "" {
-		t.Skip("PROMTOOL is not set: run 'make test' or 'make test-alerts' (they build promtool)")
+		t.Skip("PROMTOOL is not set: run 'make test' or 'make test-alerts' (they install promtool)")
 	}
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slurm-k8s/slurm-operator/internal/render/upgrade"
+	"github.com/slurm-k8s/slurm-operator/internal/render/backup"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
 
@@ -106,6 +106,7 @@ func TestUpgradeLosesNoJob(t *testing.T) {
 	// the database and the state as the Job's pod does.
 	backupTo := checkUpgradeBackup(t, ctx, c, r, acctHost)
 	t.Logf("backup before the upgrade: %s", backupTo)
+	checkScheduledBackups(t, ctx, c, backupTo)
 
 	// slurmdbd first: it converts the 24.11 database at its first start, and answers only then.
 	replace(acctHost)
@@ -297,7 +298,7 @@ cd /var/spool/slurmctld && mkdir /tmp/spool-new && mv ./* /tmp/spool-new/ && cp 
 	login(t, ctx, c, "srun", "-N1", "true")
 }
 
-// checkUpgradeBackup runs the backup Job's script (upgrade.BackupScript) on the controller host,
+// checkUpgradeBackup runs the backup Job's script (backup.Script) on the controller host,
 // which has the state at StateSaveLocation and reaches the database by the Service name in
 // slurmdbd.conf, as the Job's pod does; then loads the dump into a new database on the
 // accounting host and compares its job rows with the live ones, and checks the state copy and
@@ -312,7 +313,7 @@ func checkUpgradeBackup(t *testing.T, ctx context.Context, c *slurmharness.Clust
 		t.Fatal(err)
 	}
 	out, err := c.Exec(ctx, ctlHost, "env", "BACKUP=/shared/backup", "CLUSTER=demo", "FROM=24.11", "TO=26.05",
-		"DBD_CONF=/shared/slurmdbd.conf", "STATE=/var/spool/slurmctld", "/bin/sh", "-c", upgrade.BackupScript)
+		"DBD_CONF=/shared/slurmdbd.conf", "STATE=/var/spool/slurmctld", "/bin/sh", "-c", backup.Script)
 	if err != nil {
 		t.Fatalf("the backup script: %v\n%s", err, out)
 	}
@@ -343,4 +344,32 @@ func checkUpgradeBackup(t *testing.T, ctx context.Context, c *slurmharness.Clust
 	}
 	sql("DROP DATABASE restore_check")
 	return dir
+}
+
+// checkScheduledBackups runs the script as the scheduled backups' CronJob runs it (NAME=scheduled,
+// KEEP), twice with KEEP=1, against the same real database and state: the second run leaves
+// only its own scheduled backup, whole, and the backup before the upgrade (upgradeDir) stays.
+func checkScheduledBackups(t *testing.T, ctx context.Context, c *slurmharness.Cluster, upgradeDir string) {
+	t.Helper()
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		out, err := c.Exec(ctx, ctlHost, "env", "BACKUP=/shared/backup", "CLUSTER=demo", "NAME=scheduled", "KEEP=1",
+			"DBD_CONF=/shared/slurmdbd.conf", "STATE=/var/spool/slurmctld", "/bin/sh", "-c", backup.Script)
+		if err != nil {
+			t.Fatalf("the scheduled backup, run %d: %v\n%s", i+1, err, out)
+		}
+		m := regexp.MustCompile(`backup written to (/shared/backup/demo/\d{8}T\d{6}Z-scheduled) `).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("the scheduled backup did not say where it wrote:\n%s", out)
+		}
+		dirs = append(dirs, m[1])
+		if i == 1 && !strings.Contains(out, "deleting "+dirs[0]+" (keeping the 1 newest)") {
+			t.Errorf("the second scheduled backup did not delete the first:\n%s", out)
+		}
+	}
+	out, err := c.Exec(ctx, ctlHost, "sh", "-c", `ls -d /shared/backup/demo/*; cd "$1" && sha256sum -c --quiet SHA256SUMS && tail -n 1 accounting.sql`, "sh", dirs[1])
+	want := upgradeDir + "\n" + dirs[1] + "\n-- Dump completed"
+	if err != nil || !strings.HasPrefix(out, want) {
+		t.Errorf("after two scheduled backups with KEEP=1 (%v):\n%s\nwant the backup before the upgrade and the second scheduled one, whole", err, out)
+	}
 }

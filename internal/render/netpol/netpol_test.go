@@ -110,6 +110,7 @@ func TestWhoMayReachWhat(t *testing.T) {
 		of(slurmv1alpha1.ComponentLogin), of(slurmv1alpha1.ComponentAccounting), of(slurmv1alpha1.ComponentExporter)
 	mdb := pod{ns, map[string]string{base.LabelName: "mariadb", base.LabelInstance: sc.MariaDBName()}}
 	backup := of(slurmv1alpha1.ComponentUpgradeBackup)
+	scheduledBackup := of(slurmv1alpha1.ComponentBackup)
 	operator := pod{"slurm-system", map[string]string{"app.kubernetes.io/name": "slurm-operator"}}
 	prometheus := pod{"monitoring", map[string]string{"app": "prometheus"}}
 	mariadbOperator := pod{"mariadb-system", map[string]string{"app": "mariadb-operator"}}
@@ -156,6 +157,7 @@ func TestWhoMayReachWhat(t *testing.T) {
 		{acc, mdb, slurmfacts.MariaDBPort, true, "slurmdbd reaches MariaDB"},
 		{mariadbOperator, mdb, slurmfacts.MariaDBPort, true, "mariadb-operator reaches MariaDB"},
 		{backup, mdb, slurmfacts.MariaDBPort, true, "the backup Job before an upgrade dumps MariaDB"},
+		{scheduledBackup, mdb, slurmfacts.MariaDBPort, true, "a scheduled backup dumps MariaDB"},
 		{lgn, mdb, slurmfacts.MariaDBPort, false, "a user's shell reaches MariaDB"},
 		{wrk, mdb, slurmfacts.MariaDBPort, false, "a job reaches MariaDB"},
 		{otherLogin, mdb, slurmfacts.MariaDBPort, false, "another cluster's login node reaches MariaDB"},

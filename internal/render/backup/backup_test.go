@@ -1,4 +1,4 @@
-package upgrade
+package backup
 
 import (
 	"strings"
@@ -34,11 +34,11 @@ func env(c corev1.Container) map[string]string {
 }
 
 func TestTheBackupJobFollowsTheSpool(t *testing.T) {
-	p := BackupParams{Target: "accounting=26.05 controller=26.05", From: "24.11", To: "26.05", Image: "slurmdbd:26.05", ControllerNode: "node-a"}
+	p := UpgradeParams{Target: "accounting=26.05 controller=26.05", From: "24.11", To: "26.05", Image: "slurmdbd:26.05", ControllerNode: "node-a"}
 
 	// A spool claim of its own: on the first controller pod's node, its claim read-only.
 	sc := cluster(t)
-	j, err := BackupJob(sc, p)
+	j, err := UpgradeJob(sc, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestTheBackupJobFollowsTheSpool(t *testing.T) {
 	// A shared spool (a volume source): scheduled as the controller is, no node of its own.
 	sc.Spec.SlurmNodes.Controller.Volumes.Spool = &slurmv1alpha1.SpoolVolume{VolumeSourceName: "spool"}
 	p.ControllerNode = ""
-	if j, err = BackupJob(sc, p); err != nil {
+	if j, err = UpgradeJob(sc, p); err != nil {
 		t.Fatal(err)
 	}
 	if pod = j.Spec.Template.Spec; pod.NodeName != "" {
@@ -75,7 +75,7 @@ func TestTheBackupJobFollowsTheSpool(t *testing.T) {
 
 	// Without accounting: no dump.
 	sc.Spec.SlurmNodes.Accounting.Enabled = false
-	if j, err = BackupJob(sc, p); err != nil {
+	if j, err = UpgradeJob(sc, p); err != nil {
 		t.Fatal(err)
 	}
 	if e := env(j.Spec.Template.Spec.Containers[0]); e["DBD_CONF"] != "" {
@@ -85,20 +85,20 @@ func TestTheBackupJobFollowsTheSpool(t *testing.T) {
 
 func TestTheBackupJobRefusesWhatItCannotDo(t *testing.T) {
 	sc := cluster(t)
-	if _, err := BackupJob(sc, BackupParams{Image: "x"}); err == nil || !strings.Contains(err.Error(), "no node yet") {
+	if _, err := UpgradeJob(sc, UpgradeParams{Image: "x"}); err == nil || !strings.Contains(err.Error(), "no node yet") {
 		t.Errorf("a claim spool without the controller's node: %v", err)
 	}
 	sc.Spec.Upgrades.Backup = &slurmv1alpha1.UpgradeBackup{VolumeSourceName: "nope"}
-	if _, err := BackupJob(sc, BackupParams{Image: "x", ControllerNode: "n"}); err == nil || !strings.Contains(err.Error(), `"nope" is not in spec.volumeSources`) {
+	if _, err := UpgradeJob(sc, UpgradeParams{Image: "x", ControllerNode: "n"}); err == nil || !strings.Contains(err.Error(), `"nope" is not in spec.volumeSources`) {
 		t.Errorf("an unknown backup volume: %v", err)
 	}
 	sc.Spec.VolumeSources = append(sc.Spec.VolumeSources, slurmv1alpha1.VolumeSource{Name: "scratch", EmptyDir: &slurmv1alpha1.EmptyDirSource{}})
 	sc.Spec.Upgrades.Backup = &slurmv1alpha1.UpgradeBackup{VolumeSourceName: "scratch"}
-	if _, err := BackupJob(sc, BackupParams{Image: "x", ControllerNode: "n"}); err == nil || !strings.Contains(err.Error(), "is an emptyDir") {
+	if _, err := UpgradeJob(sc, UpgradeParams{Image: "x", ControllerNode: "n"}); err == nil || !strings.Contains(err.Error(), "is an emptyDir") {
 		t.Errorf("a backup to an emptyDir: %v", err)
 	}
 	sc.Spec.Upgrades.Backup = &slurmv1alpha1.UpgradeBackup{Skip: true}
-	if _, err := BackupJob(sc, BackupParams{Image: "x", ControllerNode: "n"}); err == nil {
+	if _, err := UpgradeJob(sc, UpgradeParams{Image: "x", ControllerNode: "n"}); err == nil {
 		t.Error("a Job made though the spec skips the backup")
 	}
 }

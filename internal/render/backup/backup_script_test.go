@@ -1,4 +1,4 @@
-package upgrade
+package backup
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 // runBackup runs the backup Job's script with sh, as the Job does, in a temporary folder.
 func runBackup(t *testing.T, env ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", BackupScript)
+	cmd := exec.Command("/bin/sh", "-c", Script)
 	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "CLUSTER=demo", "FROM=24.11", "TO=26.05"}, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -81,5 +81,52 @@ func TestTheBackupScriptWritesAWholeCopyOrNothing(t *testing.T) {
 	out, err = runBackup(t, "BACKUP="+backup, "STATE="+state, "DBD_CONF="+conf)
 	if err == nil || !strings.Contains(out, "names no StorageHost or StorageLoc") {
 		t.Fatalf("a slurmdbd.conf without a database: %v\n%s", err, out)
+	}
+}
+
+// Scheduled backups keep the newest KEEP of their own and delete the older ones and the
+// unfinished ones; a backup taken before an upgrade is never deleted.
+func TestTheScheduledBackupKeepsTheNewest(t *testing.T) {
+	dir := t.TempDir()
+	state, backup := filepath.Join(dir, "state"), filepath.Join(dir, "backup")
+	kept := filepath.Join(backup, "demo")
+	for _, d := range []string{
+		state,
+		filepath.Join(kept, "20260101T000000Z-scheduled"),
+		filepath.Join(kept, "20260102T000000Z-scheduled"),
+		filepath.Join(kept, "20260103T000000Z-scheduled.partial"),
+		filepath.Join(kept, "20250101T000000Z-slurm-24.11-to-26.05"),
+	} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(state, "job_state"), []byte("jobs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runBackup(t, "BACKUP="+backup, "STATE="+state, "NAME=scheduled", "KEEP=banana"); err == nil ||
+		!strings.Contains(out, "KEEP is banana, not a number above 0") {
+		t.Fatalf("KEEP=banana: %v\n%s", err, out)
+	}
+	out, err := runBackup(t, "BACKUP="+backup, "STATE="+state, "NAME=scheduled", "KEEP=2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sched, _ := filepath.Glob(filepath.Join(kept, "*-scheduled*"))
+	if len(sched) != 2 || !strings.HasSuffix(sched[0], "20260102T000000Z-scheduled") || strings.HasPrefix(filepath.Base(sched[1]), "2026010") {
+		t.Errorf("the scheduled backups after KEEP=2: %v\n%s", sched, out)
+	}
+	if !strings.Contains(out, "deleting "+filepath.Join(kept, "20260101T000000Z-scheduled")+" (keeping the 2 newest)") ||
+		!strings.Contains(out, "(a run that did not finish)") {
+		t.Errorf("the script did not say what it deleted:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(kept, "20250101T000000Z-slurm-24.11-to-26.05")); err != nil {
+		t.Errorf("the backup before an upgrade was deleted: %v", err)
+	}
+	// The new backup is whole: its checksums verify.
+	check := exec.Command("sha256sum", "-c", "--quiet", "SHA256SUMS")
+	check.Dir = sched[1]
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("the new backup's checksums: %v\n%s", err, out)
 	}
 }
