@@ -80,3 +80,71 @@ func (e *env) checkUpgradeBackupJob() {
 		t.Errorf("the backup's checksums: %v\n%s", err, out)
 	}
 }
+
+// checkScheduledBackups: spec.backups set on the live cluster, every minute with keep: 1, to the
+// volume the backup before an upgrade wrote to. The kube-controller-manager's CronJob controller
+// starts the operator's Jobs, the scheduler places them beside the first controller pod (whose
+// spool claim they mount), and after two whole scheduled backups only the newer is left, while
+// the backup before the upgrade stays. Then spec.backups goes, and the CronJob with it.
+func (e *env) checkScheduledBackups() {
+	t := e.t
+	t.Helper()
+	dir := hostVolume("upgrade-backup")
+	var patch string
+	if names, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.spec.volumeSources[*].name}"); !strings.Contains(" "+names+" ", " upgrade-backup ") {
+		patch = `{"op":"add","path":"/spec/volumeSources/-","value":{"name":"upgrade-backup","hostPath":{"path":"` + dir + `","type":"DirectoryOrCreate"}}},`
+	}
+	patch = `[` + patch + `{"op":"add","path":"/spec/backups","value":{"schedule":"* * * * *","volumeSourceName":"upgrade-backup","keep":1}}]`
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", patch)
+	defer e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/backups"}]`)
+
+	selector := "app.kubernetes.io/component=backup,app.kubernetes.io/instance=" + cluster
+	start := time.Now()
+	e.waitFor(4*time.Minute, "two scheduled backup Jobs complete", func() (bool, string) {
+		out, _ := e.kubectl("get", "jobs", "-n", ns, "-l", selector, "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.succeeded} {.status.failed}{"\n"}{end}`)
+		done := 0
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[1] == "1" {
+				done++
+			}
+		}
+		if done >= 2 {
+			return true, out
+		}
+		logs, _ := e.kubectl("logs", "-n", ns, "-l", selector, "--tail=5")
+		return false, out + "\n" + logs
+	})
+	t.Logf("scheduled backups: two Jobs complete %.0fs after spec.backups was set", time.Since(start).Seconds())
+	// No third one while the folders are counted.
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"backups":{"suspend":true}}}`)
+	e.waitFor(time.Minute, "the CronJob suspended and no backup Job running", func() (bool, string) {
+		s, _ := e.kubectl("get", "cronjob", cluster+"-backup", "-n", ns, "-o", "jsonpath={.spec.suspend} {.status.active}")
+		return strings.TrimSpace(s) == "true", s
+	})
+
+	clusterDir := filepath.Join(dir, strings.TrimSpace(e.kubectlOK("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.spec.clusterName}")))
+	scheduled, _ := filepath.Glob(filepath.Join(clusterDir, "*-scheduled"))
+	partial, _ := filepath.Glob(filepath.Join(clusterDir, "*-scheduled.partial"))
+	upgrade, _ := filepath.Glob(filepath.Join(clusterDir, "*-slurm-24.11-to-24.11"))
+	if len(scheduled) != 1 || len(partial) != 0 {
+		t.Fatalf("scheduled backups under %s after two runs with keep: 1: %v (unfinished: %v)", clusterDir, scheduled, partial)
+	}
+	if len(upgrade) != 1 {
+		t.Errorf("the backup before the upgrade is not kept beside the scheduled ones: %v", upgrade)
+	}
+	dump, err := os.ReadFile(filepath.Join(scheduled[0], "accounting.sql"))
+	if err != nil || !strings.Contains(string(dump), "-- Dump completed") {
+		t.Errorf("the scheduled dump %s: %v (%d bytes)", scheduled[0], err, len(dump))
+	}
+	check := exec.Command("sha256sum", "--quiet", "-c", "SHA256SUMS")
+	check.Dir = scheduled[0]
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("the scheduled backup's checksums: %v\n%s", err, out)
+	}
+
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/backups"}]`)
+	e.waitFor(time.Minute, "the CronJob deleted with spec.backups", func() (bool, string) {
+		out, err := e.kubectl("get", "cronjob", cluster+"-backup", "-n", ns)
+		return err != nil && strings.Contains(out, "NotFound"), out
+	})
+}

@@ -193,6 +193,10 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		e.with(t).checkUpgradeBackupJob()
 	})
 
+	t.Run("scheduled backups: the CronJob's Jobs run beside the controller pod and keep the newest, never the backup before an upgrade", func(t *testing.T) {
+		e.with(t).checkScheduledBackups()
+	})
+
 	t.Run("each worker has the GPU Kubernetes gave its pod: the two workers' jobs see different devices", func(t *testing.T) {
 		e := e.with(t)
 		e.checkEachWorkersOwnGPU()
