@@ -1,11 +1,14 @@
 package controller_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
@@ -32,6 +35,24 @@ var _ = Describe("scheduled backups", func() {
 			corev1.EnvVar{Name: "NAME", Value: "scheduled"}, corev1.EnvVar{Name: "KEEP", Value: "7"}))
 		Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", "slurm-backups")))
 
+		// When the CronJob started a backup and when one completed: the operator's gauges.
+		series := map[string]string{"namespace": ns, "slurmcluster": "bk"}
+		Eventually(func() bool {
+			v, ok := metricValue("slurm_operator_backup_last_success_timestamp_seconds", series)
+			return ok && v == 0
+		}).WithTimeout(timeout).Should(BeTrue(), "no backup yet: 0")
+		started, finished := metav1.NewTime(time.Unix(1_800_000_000, 0)), metav1.NewTime(time.Unix(1_800_000_120, 0))
+		Eventually(func() error {
+			cj := get(ctx, &batchv1.CronJob{}, ns, "bk-backup")
+			cj.Status.LastScheduleTime, cj.Status.LastSuccessfulTime = &started, &finished
+			return k8sClient.Status().Update(ctx, cj)
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func() []float64 {
+			a, _ := metricValue("slurm_operator_backup_last_schedule_timestamp_seconds", series)
+			b, _ := metricValue("slurm_operator_backup_last_success_timestamp_seconds", series)
+			return []float64{a, b}
+		}).WithTimeout(timeout).Should(Equal([]float64{1_800_000_000, 1_800_000_120}))
+
 		// keep and suspend reach the CronJob.
 		updateSpec(ctx, ns, "bk", func(sc *slurmv1alpha1.SlurmCluster) {
 			sc.Spec.Backups.Keep = 30
@@ -53,5 +74,9 @@ var _ = Describe("scheduled backups", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, key(ns, "bk-backup"), &batchv1.CronJob{}))
 		}).WithTimeout(timeout).Should(BeTrue())
+		Eventually(func() bool {
+			_, ok := metricValue("slurm_operator_backup_last_success_timestamp_seconds", series)
+			return ok
+		}).WithTimeout(timeout).Should(BeFalse(), "the series goes with spec.backups")
 	})
 })

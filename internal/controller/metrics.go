@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -63,6 +64,14 @@ var (
 		Name: "slurm_operator_active_check_failing_since_timestamp_seconds",
 		Help: "When a worker's unbroken run of failures of an active check began (seconds since the epoch); a series per failing worker and check.",
 	}, []string{"namespace", "slurmcluster", "check", "node"})
+	backupLastSchedule = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_backup_last_schedule_timestamp_seconds",
+		Help: "When the scheduled backups' CronJob last started a backup Job (seconds since the epoch; 0 before the first); no series without spec.backups.",
+	}, []string{"namespace", "slurmcluster"})
+	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_backup_last_success_timestamp_seconds",
+		Help: "When a scheduled backup Job last completed, its backup written whole (seconds since the epoch; 0 before the first); no series without spec.backups.",
+	}, []string{"namespace", "slurmcluster"})
 	checkNextRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slurm_operator_active_check_next_run_timestamp_seconds",
 		Help: "When the active check that drained a worker runs on it again (seconds since the epoch); a series per worker an active check holds drained.",
@@ -70,7 +79,7 @@ var (
 )
 
 var operatorMetrics = []prometheus.Collector{phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
-	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince, checkNextRun}
+	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince, checkNextRun, backupLastSchedule, backupLastSuccess}
 
 func init() {
 	metrics.Registry.MustRegister(operatorMetrics...)
@@ -154,6 +163,14 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 		populated = 1
 	}
 	jailPopulated.WithLabelValues(ns, name).Set(populated)
+	switch {
+	case sc.Spec.Backups == nil:
+		backupLastSchedule.DeleteLabelValues(ns, name)
+		backupLastSuccess.DeleteLabelValues(ns, name)
+	case o.backups != nil:
+		backupLastSchedule.WithLabelValues(ns, name).Set(unixOrZero(o.backups.Status.LastScheduleTime))
+		backupLastSuccess.WithLabelValues(ns, name).Set(unixOrZero(o.backups.Status.LastSuccessfulTime))
+	}
 	if o.checksDecided {
 		checkFailingSince.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 		for _, c := range st.ActiveChecks {
@@ -174,9 +191,16 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 	}
 }
 
+func unixOrZero(t *metav1.Time) float64 {
+	if t == nil {
+		return 0
+	}
+	return float64(t.Unix())
+}
+
 // forgetCluster drops a deleted cluster's series.
 func forgetCluster(ns, name string) {
-	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated} {
+	for _, g := range []*prometheus.GaugeVec{workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, backupLastSchedule, backupLastSuccess} {
 		g.DeleteLabelValues(ns, name)
 	}
 	checkFailingSince.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})

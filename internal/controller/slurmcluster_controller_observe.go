@@ -74,6 +74,8 @@ type observed struct {
 	databaseErr, databaseReason string
 
 	controller, worker, login, accounting *appsv1.StatefulSet
+	// backups is the scheduled backups' CronJob, when spec.backups asks for one and it exists.
+	backups *batchv1.CronJob
 	// nodeSets are the StatefulSets of the node sets (not spec.slurmNodes.worker's), by set.
 	nodeSets map[string]*appsv1.StatefulSet
 	// leavingSets are the node sets that left the spec while their workers still drain
@@ -214,6 +216,16 @@ func (r *SlurmClusterReconciler) observeChildren(ctx context.Context, s *reconci
 		}
 		if found {
 			o.populateJob = j
+		}
+	}
+	if sc.Spec.Backups != nil {
+		cj := &batchv1.CronJob{}
+		found, err := r.freshest(ctx, s, "CronJob", sc.BackupCronJobName(), cj)
+		if err != nil {
+			return err
+		}
+		if found {
+			o.backups = cj
 		}
 	}
 	svc := &corev1.Service{}
