@@ -3,19 +3,25 @@ package slurm_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/exporter"
 	"github.com/slurm-k8s/slurm-operator/internal/gpu"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
+	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
 
@@ -163,6 +169,50 @@ func TestNodeSetsOfMixedHardware(t *testing.T) {
 			out, err := c.Exec(ctx, loginHost, "su", "bob", "-c", "srun "+tc.args+` sh -c 'echo "$(hostname) $(id -un)"'`)
 			if err != nil || strings.TrimSpace(out) != tc.want {
 				t.Errorf("bob: srun %s: %q (%v), want %q", tc.args, out, err, tc.want)
+			}
+		}
+	})
+
+	t.Run("the exporter names each node's set and sums each set's nodes, CPUs and GPUs as sinfo counts them", func(t *testing.T) {
+		cl, err := slurmtest.StartRestd(ctx, c, ctlHost, r.in.Cluster, r.in.Keys.JWT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(exporter.New(cl, exporter.Options{Cluster: "demo", Timeout: 5 * time.Second}))
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		defer srv.Close()
+		job := sbatch(t, ctx, c, "-p", "gpu", "--gres=gpu:a100:1", "-o", "/dev/null", "--wrap", "sleep 120")
+		defer login(t, ctx, c, "scancel", job)
+		waitJobState(t, ctx, c, job, "RUNNING")
+
+		m := scrape(t, srv.URL)
+		for node, set := range map[string]string{"worker-0": "worker", "a100-0": "a100", "cpu-0": "cpu"} {
+			if v := m["slurm_node_info{node="+node+",node_set="+set+"}"]; v != 1 {
+				t.Errorf("slurm_node_info of %s in set %s: %v", node, set, v)
+			}
+		}
+		if got := m.By("slurm_node_set_nodes", "node_set"); got["worker"] != 1 || got["a100"] != 1 || got["cpu"] != 1 {
+			t.Errorf("slurm_node_set_nodes by set: %v", got)
+		}
+		for series, want := range map[string]float64{
+			"slurm_node_set_gpus{node_set=a100,type=a100}":             2,
+			"slurm_node_set_gpus_allocated{node_set=a100,type=a100}":   1,
+			"slurm_node_set_gpus_idle{node_set=a100,type=a100}":        1,
+			"slurm_node_set_gpus{node_set=worker,type=h100}":           2,
+			"slurm_node_set_gpus_allocated{node_set=worker,type=h100}": 0,
+		} {
+			if got, ok := m[series]; !ok || got != want {
+				t.Errorf("%s = %v (served: %v), want %v", series, got, ok, want)
+			}
+		}
+		if got := m.By("slurm_node_set_gpus", "node_set"); got["cpu"] != 0 {
+			t.Errorf("the cpu set has GPUs: %v", got)
+		}
+		for set, node := range map[string]string{"worker": "worker-0", "a100": "a100-0", "cpu": "cpu-0"} {
+			cpus, err := strconv.ParseFloat(strings.TrimSpace(login(t, ctx, c, "sinfo", "-h", "-n", node, "-o", "%c")), 64)
+			if err != nil || m["slurm_node_set_cpus{node_set="+set+"}"] != cpus {
+				t.Errorf("slurm_node_set_cpus of %s: %v, sinfo says %v (%v)", set, m["slurm_node_set_cpus{node_set="+set+"}"], cpus, err)
 			}
 		}
 	})
