@@ -46,16 +46,29 @@ debian_mirror() {
 }
 
 
-# need_debs installs the Debian packages (by name) that are not installed yet.
+# need_debs installs the Debian packages (by name) that are not installed yet. One install runs
+# at a time: make test runs scripts side by side (the node's tools build beside the real-Slurm
+# tests, which install Ceph), and apt holds one lock; a waiting install looks again once it has
+# the lock, and waits for apt's own lock too (another apt run on the machine).
 need_debs() {
 	local missing=() p
-	for p in "$@"; do
-		dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-	done
+	missing_debs() {
+		missing=()
+		for p in "$@"; do
+			dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+		done
+	}
+	missing_debs "$@"
 	[ ${#missing[@]} -eq 0 ] && return 0
-	echo "installing ${missing[*]}" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
-		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+	(
+		flock 7
+		missing_debs "$@"
+		[ ${#missing[@]} -eq 0 ] && exit 0
+		echo "installing ${missing[*]}" >&2
+		local apt=(apt-get -o DPkg::Lock::Timeout=600)
+		DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -q "${missing[@]}" >/dev/null 2>&1 ||
+			{ "${apt[@]}" update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -q "${missing[@]}" >/dev/null; }
+	) 7>"${TMPDIR:-/tmp}/slurm-operator-apt.lock"
 }
 
 # pid_alive FILE says whether the process whose pid FILE holds runs.
