@@ -179,7 +179,7 @@ func TestNodeSetsOfMixedHardware(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(exporter.New(cl, exporter.Options{Cluster: "demo", Timeout: 5 * time.Second}))
+		reg.MustRegister(exporter.New(cl, exporter.Options{Cluster: "demo", Timeout: 5 * time.Second, MaxAge: time.Minute}))
 		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		defer srv.Close()
 		job := sbatch(t, ctx, c, "-p", "gpu", "--gres=gpu:a100:1", "-o", "/dev/null", "--wrap", "sleep 120")
