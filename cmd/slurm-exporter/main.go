@@ -56,7 +56,7 @@ func parse(args []string) (config, error) {
 	fs.BoolVar(&c.opt.PerUser, "per-user-metrics", true, "export jobs and RPCs per user (one series per user, account, partition and state)")
 	fs.DurationVar(&c.opt.Timeout, "timeout", 30*time.Second, "limit of each request to slurmrestd (10,000 jobs take slurmrestd about 8 s on 2 cores)")
 	fs.DurationVar(&c.opt.MinInterval, "min-interval", 10*time.Second, "answers younger than this are reused by the next scrape")
-	fs.DurationVar(&c.opt.MaxAge, "max-age", 90*time.Second, "a failing resource's last good answer is exported (with its age) until it is this old")
+	fs.DurationVar(&c.opt.MaxAge, "max-age", exporter.DefaultMaxAge, "a failing resource's last good answer is exported (with its age) until it is this old")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

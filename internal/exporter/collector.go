@@ -36,7 +36,8 @@ type Options struct {
 	// from several Prometheus replicas) never add load on slurmctld.
 	MinInterval time.Duration
 	// MaxAge: a resource whose requests fail keeps exporting its last good answer until it is
-	// this old; then its metrics are left out. Its age is always exported.
+	// this old; then its metrics are left out. Its age is always exported. Zero:
+	// DefaultMaxAge (a zero age limit would leave out even an answer just fetched).
 	MaxAge time.Duration
 	// Now is the clock (tests may move it).
 	Now func() time.Time
@@ -74,6 +75,10 @@ type Collector struct {
 	answers   map[resource]*answer
 }
 
+// DefaultMaxAge is how long a failing resource's last good answer is exported when
+// Options.MaxAge is not set.
+const DefaultMaxAge = 90 * time.Second
+
 // New returns a collector asking src.
 func New(src Source, opt Options) *Collector {
 	if opt.Now == nil {
@@ -81,6 +86,9 @@ func New(src Source, opt Options) *Collector {
 	}
 	if opt.Timeout <= 0 {
 		opt.Timeout = 30 * time.Second
+	}
+	if opt.MaxAge <= 0 {
+		opt.MaxAge = DefaultMaxAge
 	}
 	c := &Collector{src: src, opt: opt, descs: map[*family]*prometheus.Desc{}, answers: map[resource]*answer{}}
 	for _, f := range families {

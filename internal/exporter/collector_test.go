@@ -168,8 +168,13 @@ func TestMetricsOfRecordedAnswers(t *testing.T) {
 			t.Errorf("a node in service has a reason series: %s", series)
 		}
 	}
-	// Per-user metrics off: no series names a user.
-	for series := range gather(t, New(src, Options{Cluster: "demo", MaxAge: time.Minute})) {
+	// Per-user metrics off: no series names a user. No MaxAge: the default, so the answer
+	// just fetched is exported.
+	off := gather(t, New(src, Options{Cluster: "demo"}))
+	if _, ok := off["slurm_node_info{node=worker-0,node_set=worker}"]; !ok {
+		t.Errorf("without MaxAge the nodes' answer is left out: %d series", len(off))
+	}
+	for series := range off {
 		if strings.Contains(series, "user=") || strings.HasPrefix(series, "slurm_slurmdbd_up") {
 			t.Errorf("with per-user metrics and accounting off: %s", series)
 		}
