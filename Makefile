@@ -76,8 +76,9 @@ test: check-generated lint test-assets slurm-rootfs ## Run every test: generated
 	echo "test: the node assets and images build in the background, logged to $$log"; \
 	( t0=$$(date +%s); hack/node-assets.sh >/dev/null && hack/images.sh >/dev/null && \
 	  echo "the node assets and images were ready in $$(( $$(date +%s) - t0 )) s" ) >$$log 2>&1 & prebuild=$$!; \
+	promtool=$$(hack/promtool.sh) || { echo "test: no promtool"; kill $$prebuild; exit 1; }; \
 	rc=0; KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
-	  SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" PROMTOOL="$$(hack/promtool.sh)" \
+	  SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" PROMTOOL="$$promtool" \
 	  go test -timeout 30m $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node) || rc=$$?; \
 	if ! wait $$prebuild; then echo "test: building the node assets or images failed:"; tail -40 $$log; exit 1; fi; \
 	echo "test: $$(tail -1 $$log)"; \
@@ -167,7 +168,7 @@ $(CONTROLLER_GEN):
 
 .PHONY: test-alerts
 test-alerts: ## Check the alerts and the dashboard's queries with promtool, and run the alerts' unit tests.
-	PROMTOOL="$$(hack/promtool.sh)" go test -count=1 -v ./test/alerts/
+	promtool=$$(hack/promtool.sh); PROMTOOL="$$promtool" go test -count=1 -v ./test/alerts/
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)
