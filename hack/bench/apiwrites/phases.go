@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,7 +152,40 @@ func (b *bench) threeSets(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(b.cfg.scaleWindow)
-	_, err = b.report("after scaling set a100 4 → 6", t2, time.Now())
+	if _, err := b.report("after scaling set a100 4 → 6", t2, time.Now()); err != nil {
+		return err
+	}
+	return b.backups(ctx, sc)
+}
+
+// backups turns scheduled backups on for sc (one CronJob more), then moves the CronJob's status
+// as Kubernetes' CronJob controller does at each run: the first should cost the CronJob's
+// create, the second nothing.
+func (b *bench) backups(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) error {
+	t0 := time.Now()
+	patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/spec/volumeSources/-","value":{"name":"backups","persistentVolumeClaim":{"claimName":"backups"}}},`+
+		`{"op":"add","path":"/spec/backups","value":{"schedule":"@daily","volumeSourceName":"backups"}}]`))
+	if err := b.admin.Patch(ctx, sc, patch); err != nil {
+		return err
+	}
+	time.Sleep(b.cfg.scaleWindow)
+	if _, err := b.report("after turning scheduled backups on", t0, time.Now()); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	cj := &batchv1.CronJob{}
+	if err := b.admin.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.BackupCronJobName()}, cj); err != nil {
+		return err
+	}
+	for i := range 3 {
+		at := metav1.NewTime(time.Now().Add(time.Duration(i) * time.Second))
+		cj.Status.LastScheduleTime, cj.Status.LastSuccessfulTime = &at, &at
+		if err := b.admin.Status().Update(ctx, cj); err != nil {
+			return err
+		}
+	}
+	time.Sleep(b.cfg.scaleWindow)
+	_, err := b.report("three runs of the backup CronJob (its status moved three times)", t1, time.Now())
 	return err
 }
 
