@@ -8,6 +8,9 @@
 #   KEEP      after a whole backup, keep only the KEEP newest whole backups of this NAME and
 #             delete the older ones and this NAME's unfinished ones; unset: delete nothing
 set -eu
+# Root's alone: the dump holds every user's job records, the state their queued jobs' scripts and
+# environments, and the backup volume may be one users can reach.
+umask 077
 say() { echo "backup: $*"; }
 fail() { say "error: $*" >&2; exit 1; }
 

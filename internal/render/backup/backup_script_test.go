@@ -123,6 +123,12 @@ func TestTheScheduledBackupKeepsTheNewest(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(kept, "20250101T000000Z-slurm-24.11-to-26.05")); err != nil {
 		t.Errorf("the backup before an upgrade was deleted: %v", err)
 	}
+	// Root's alone, however the volume is mounted: no one else may list or read a backup.
+	for _, p := range []string{sched[1], filepath.Join(sched[1], "SHA256SUMS")} {
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v (%v), want nothing for group and others", p, st.Mode().Perm(), err)
+		}
+	}
 	// The new backup is whole: its checksums verify.
 	check := exec.Command("sha256sum", "-c", "--quiet", "SHA256SUMS")
 	check.Dir = sched[1]
