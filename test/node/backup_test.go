@@ -133,8 +133,10 @@ func (e *env) checkScheduledBackups() {
 		t.Errorf("the backup before the upgrade is not kept beside the scheduled ones: %v", upgrade)
 	}
 	// The backup is root's alone on the volume (the dump holds every user's job records).
-	if st, err := os.Stat(scheduled[0]); err != nil || st.Mode().Perm()&0o077 != 0 {
-		t.Errorf("the scheduled backup %s: mode %v (%v), want nothing for group and others", scheduled[0], st.Mode().Perm(), err)
+	if st, err := os.Stat(scheduled[0]); err != nil {
+		t.Error(err)
+	} else if st.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the scheduled backup %s: mode %v, want nothing for group and others", scheduled[0], st.Mode().Perm())
 	}
 	dump, err := os.ReadFile(filepath.Join(scheduled[0], "accounting.sql"))
 	if err != nil || !strings.Contains(string(dump), "-- Dump completed") {

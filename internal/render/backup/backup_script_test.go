@@ -125,8 +125,10 @@ func TestTheScheduledBackupKeepsTheNewest(t *testing.T) {
 	}
 	// Root's alone, however the volume is mounted: no one else may list or read a backup.
 	for _, p := range []string{sched[1], filepath.Join(sched[1], "SHA256SUMS")} {
-		if st, err := os.Stat(p); err != nil || st.Mode().Perm()&0o077 != 0 {
-			t.Errorf("%s: mode %v (%v), want nothing for group and others", p, st.Mode().Perm(), err)
+		if st, err := os.Stat(p); err != nil {
+			t.Error(err)
+		} else if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: mode %v, want nothing for group and others", p, st.Mode().Perm())
 		}
 	}
 	// The new backup is whole: its checksums verify.
