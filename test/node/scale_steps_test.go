@@ -1,9 +1,11 @@
 package node
 
 import (
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
@@ -72,10 +74,7 @@ func (e *env) checkScaleDownWhileAJobRuns() {
 		return strings.TrimSpace(nodes) == "worker-0 idle\nworker-1 idle" && replicas == "2", nodes + replicas
 	})
 	t.Logf("scale-down: kubectl patch to the shrink %.1fs, of which %.1fs after the job ended", time.Since(start).Seconds(), time.Since(ended).Seconds())
-	e.waitFor(2*time.Minute, "pod "+cluster+"-worker-2 gone", func() (bool, string) {
-		out, _ := e.kubectl("get", "pod", cluster+"-worker-2", "-n", ns)
-		return strings.Contains(out, "NotFound"), out
-	})
+	e.waitWorkerPodsStopped(ended, cluster+"-worker-0", cluster+"-worker-1")
 }
 
 // checkScalePastWhatFits: scale 2 → 4 → 2 where only three fit: worker-3 is reported Pending with
@@ -104,8 +103,59 @@ func (e *env) checkScalePastWhatFits() {
 		out, _ := e.sshErr(e.login, "sacct -n -P -X -j "+job+" -o State,ExitCode")
 		return strings.TrimSpace(out) == "COMPLETED|0:0", out
 	})
-	e.waitFor(2*time.Minute, "pods "+cluster+"-worker-2 and -3 gone", func() (bool, string) {
-		out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o", "name")
-		return strings.TrimSpace(out) == "pod/"+cluster+"-worker-0\npod/"+cluster+"-worker-1", out
+	e.waitWorkerPodsStopped(start, cluster+"-worker-0", cluster+"-worker-1")
+}
+
+// waitWorkerPodsStopped waits until the worker pods are exactly keep: the StatefulSet deletes the
+// others at once, and the kubelet stops each within its grace period (the preStop waits for
+// jobs only while slurmctld lists some on the node). A stop that takes over a minute is logged
+// with where each pod was in it.
+func (e *env) waitWorkerPodsStopped(since time.Time, keep ...string) {
+	t := e.t
+	t.Helper()
+	want := "pod/" + strings.Join(keep, "\npod/")
+	e.waitFor(time.Minute, "the leaving worker pods deleted", func() (bool, string) {
+		out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}{" "}{.metadata.deletionTimestamp}{"\n"}{end}`)
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) == 1 && !slices.Contains(keep, f[0]) {
+				return false, out
+			}
+		}
+		return true, out
 	})
+	var slow string
+	e.waitFor(time.Duration(worker.TerminationGracePeriodSeconds+30)*time.Second, "the leaving worker pods gone", func() (bool, string) {
+		out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o", "name")
+		if strings.TrimSpace(out) == want {
+			return true, ""
+		}
+		if slow == "" && time.Since(since) > time.Minute {
+			slow = e.stoppingPods()
+		}
+		return false, out + e.stoppingPods()
+	})
+	if slow != "" {
+		t.Logf("the leaving worker pods took %.0fs to stop; a minute in:%s", time.Since(since).Seconds(), slow)
+	}
+}
+
+// stoppingPods tells, for a wait on pods to go, where each worker pod is in its stop: when it
+// was deleted, its containers' states, and its events (a preStop hook that failed or ran long,
+// a container killed at the end of the grace period).
+func (e *env) stoppingPods() string {
+	out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o",
+		`jsonpath={range .items[*]}{.metadata.name} deleted={.metadata.deletionTimestamp} phase={.status.phase}{range .status.initContainerStatuses[*]} {.name}={.state}{end}{range .status.containerStatuses[*]} {.name}={.state}{end}{"\n"}{end}`)
+	events, _ := e.kubectl("get", "events", "-n", ns, "--sort-by=.lastTimestamp", "-o",
+		`jsonpath={range .items[?(@.involvedObject.kind=="Pod")]}{.lastTimestamp} {.involvedObject.name} {.reason}: {.message}{"\n"}{end}`)
+	var mine []string
+	for _, line := range strings.Split(events, "\n") {
+		if strings.Contains(line, cluster+"-worker-") {
+			mine = append(mine, line)
+		}
+	}
+	if len(mine) > 30 {
+		mine = mine[len(mine)-30:]
+	}
+	return "\n" + out + "events:\n" + strings.Join(mine, "\n")
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
@@ -19,7 +20,7 @@ import (
 )
 
 func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	r := render(t, spec(t, 3))
 	c := startCluster(t, ctx, r, 3)
@@ -146,6 +147,41 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 		login(t, ctx, c, "scontrol", "update", "nodename=worker-1", "state=resume")
 	})
 
+	t.Run("a worker's preStop drains its node, waits while its job runs and ends with the job", func(t *testing.T) {
+		job := sbatch(t, ctx, c, "-w", "worker-2", "--wrap", "sleep 15")
+		waitRunning(t, ctx, c, job)
+		type result struct {
+			out string
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			out, err := c.Exec(ctx, workerHost(2).Name, "env", "SLURM_NODE_NAME=worker-2", "/bin/sh", "-c", worker.PreStopScript)
+			done <- result{out, err}
+		}()
+		if err := c.WaitFor(ctx, "worker-2 drained by its preStop", func() (bool, error) {
+			n, err := cl.Node(ctx, "worker-2")
+			return err == nil && n.Has("DRAIN") && strings.HasPrefix(n.Reason, slurmfacts.DrainPodStopping), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the preStop ended while job %s runs on its node: %v\n%s", job, r.err, r.out)
+		default:
+		}
+		waitJob(t, ctx, c, job, "COMPLETED")
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatalf("preStop: %v\n%s", r.err, r.out)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the preStop did not end within 30 s of job %s's end", job)
+		}
+		login(t, ctx, c, "scontrol", "update", "nodename=worker-2", "state=resume")
+	})
+
 	t.Run("scale up 3 → 4: the sidecar reconfigures, the new node joins idle, slurmctld keeps its PID, a running job completes", func(t *testing.T) {
 		pid := c.PID(ctlHost, slurmharness.Slurmctld)
 		job := sbatch(t, ctx, c, "-w", "worker-0", "--wrap", "sleep 8")
@@ -231,6 +267,13 @@ func TestTheRenderedConfigRunsARealCluster(t *testing.T) {
 			return !still, nil
 		}); err != nil {
 			t.Fatal(err)
+		}
+		// The pod of a node slurmctld no longer lists stops at once: its preStop has nothing
+		// to wait for (run on another worker's host: worker-3's is gone).
+		start := time.Now()
+		if out, err := c.Exec(ctx, "demo-worker-0", "env", "SLURM_NODE_NAME=worker-3", "/bin/sh", "-c", worker.PreStopScript); err != nil ||
+			!strings.Contains(out, "slurmctld lists no node worker-3") || time.Since(start) > 20*time.Second {
+			t.Errorf("the preStop of a node slurmctld does not list: %v after %s\n%s", err, time.Since(start).Round(time.Second), out)
 		}
 		waitJob(t, ctx, c, job, "COMPLETED")
 		out := login(t, ctx, c, "sacct", "-n", "-X", "-P", "-a", "-o", "JobID,State", "-s", "F,NF,CA,TO,OOM")

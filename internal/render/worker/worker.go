@@ -360,26 +360,30 @@ case "$state" in ""|*'*'*|*NOT_RESPONDING*|UNKNOWN*|FUTURE*) echo "node $SLURM_N
 // reason is kept; then it waits for the node's jobs to end, within the pod's grace period.
 // It never sets the node down: that would kill its jobs.
 //
-// Only an answer from slurmctld that lists no job ends the wait early. When slurmctld does not
-// answer (it is being rescheduled too, say, in the same node drain), squeue prints nothing and
-// fails: that is not "idle", so the node itself is asked instead: a job step on it has a
-// slurmstepd in this container. The drain is tried again until slurmctld takes it. The
-// kubelet's grace period bounds the wait either way.
+// Only an answer from slurmctld that lists no job ends the wait early, or one that does not list
+// the node at all (a scale-down removed it from slurm.conf before the pod stopped: nothing can
+// run on it). When slurmctld does not answer (it is being rescheduled too, say, in the same node
+// drain), squeue prints nothing and fails: that is not "idle", so the node itself is asked
+// instead: a job step on it has a slurmstepd in this container. The drain is tried again until
+// slurmctld takes it. The kubelet's grace period bounds the wait either way.
 const PreStopScript = `node=$SLURM_NODE_NAME
 drained=""
 while :; do
   if [ -z "$drained" ]; then
-    state=$(scontrol show node "$node" -o 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+    line=$(scontrol show node "$node" -o 2>&1)
+    case "$line" in *"Node $node not found"*) echo "slurmctld lists no node $node: no job can run here"; break ;; esac
+    state=$(printf '%s\n' "$line" | sed -n 's/.* State=\([^ ]*\).*/\1/p')
     case "$state" in
       "") echo "slurmctld does not answer; asking this node for job steps" ;;
       *DRAIN*|*DOWN*|*FAIL*) drained=1 ;;
       *) scontrol update nodename="$node" state=drain reason="` + slurmfacts.DrainPodStopping + `" && drained=1 ;;
     esac
   fi
-  if jobs=$(squeue -h -w "$node" -o %i 2>/dev/null); then
+  if jobs=$(squeue -h -w "$node" -o %i 2>&1); then
     [ -z "$jobs" ] && break
-  elif ! grep -qsx slurmstepd /proc/[0-9]*/comm; then
-    break
+  else
+    case "$jobs" in *"Invalid node name $node"*) echo "slurmctld lists no node $node: no job can run here"; break ;; esac
+    grep -qsx slurmstepd /proc/[0-9]*/comm || break
   fi
   sleep 5
 done
