@@ -45,6 +45,10 @@ manager|Dockerfile|docker.io/slurm-k8s/slurm-operator:$MANAGER_TAG|go.mod go.sum
 exporter|images/exporter/Dockerfile|docker.io/slurm-k8s/exporter:$TAG_SLURM|go.mod go.sum api cmd/slurm-exporter internal
 mariadb|test/node/mariadb/Dockerfile|docker.io/slurm-k8s-test/mariadb:11|
 "
+# Images built for arm64 too (Grace nodes), as one multi-platform image: those of one static Go
+# binary, cross-compiled on this machine's architecture. The Slurm images run Debian's package
+# scripts at build time, which an arm64 build would have to run as arm64 code (docs/images.md).
+MULTI_PLATFORM="manager exporter"
 WANT=${IMAGES:-munge controller accounting worker login jail manager exporter mariadb}
 
 NODE_ASSETS=$("$HERE/node-assets.sh" --print-dir)
@@ -54,40 +58,55 @@ mkdir -p "$OUT"
 exec 8>"$OUT/.lock"
 flock 8
 
-# mkoci ROOTFS LAYOUT REF packs a root file system into a one-layer OCI image layout.
+# mkoci ROOTFS LAYOUT REF CONFIG [ARCH...] packs a root file system into a one-layer OCI image
+# layout whose image config's "config" is CONFIG (JSON): one image for one architecture (amd64
+# when none is named), or, for several, an image index of one image per architecture over the
+# same layer (a root of files that do not depend on the architecture).
 mkoci() {
-	local rootfs=$1 out=$2 ref=$3 t
+	local rootfs=$1 out=$2 ref=$3 cfg=$4 t
+	shift 4
+	local archs=("$@")
+	[ ${#archs[@]} -gt 0 ] || archs=(amd64)
 	t=$(mktemp -d)
 	rm -rf "$out"; mkdir -p "$out/blobs/sha256"
 	tar --format=posix --numeric-owner --sort=name --mtime='2025-01-01 00:00:00Z' \
 		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
 		--xattrs --xattrs-include='security.capability' \
 		--exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -C "$rootfs" -cf "$t/layer.tar" .
-	local diffid lsum lsize csum csize msum msize
+	local diffid lsum lsize csum csize msum msize arch entries="[]"
 	diffid=$(sha256sum "$t/layer.tar" | cut -d' ' -f1)
 	gzip -n -1 "$t/layer.tar"
 	lsum=$(sha256sum "$t/layer.tar.gz" | cut -d' ' -f1); lsize=$(stat -c %s "$t/layer.tar.gz")
 	mv "$t/layer.tar.gz" "$out/blobs/sha256/$lsum"
-	jq -nc --arg d "sha256:$diffid" '{architecture:"amd64",os:"linux",created:"2025-01-01T00:00:00Z",
-		config:{Env:["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],Cmd:["bash"]},
-		rootfs:{type:"layers",diff_ids:[$d]},history:[{created:"2025-01-01T00:00:00Z",created_by:"debootstrap"}]}' >"$t/config.json"
-	csum=$(sha256sum "$t/config.json" | cut -d' ' -f1); csize=$(stat -c %s "$t/config.json")
-	mv "$t/config.json" "$out/blobs/sha256/$csum"
-	jq -nc --arg c "sha256:$csum" --argjson cs "$csize" --arg l "sha256:$lsum" --argjson ls "$lsize" \
-		'{schemaVersion:2,mediaType:"application/vnd.oci.image.manifest.v1+json",
-		config:{mediaType:"application/vnd.oci.image.config.v1+json",digest:$c,size:$cs},
-		layers:[{mediaType:"application/vnd.oci.image.layer.v1.tar+gzip",digest:$l,size:$ls}]}' >"$t/manifest.json"
-	msum=$(sha256sum "$t/manifest.json" | cut -d' ' -f1); msize=$(stat -c %s "$t/manifest.json")
-	mv "$t/manifest.json" "$out/blobs/sha256/$msum"
+	for arch in "${archs[@]}"; do
+		jq -nc --arg d "sha256:$diffid" --arg a "$arch" --argjson cfg "$cfg" '{architecture:$a,os:"linux",created:"2025-01-01T00:00:00Z",
+			config:$cfg,rootfs:{type:"layers",diff_ids:[$d]},history:[{created:"2025-01-01T00:00:00Z",created_by:"hack/images.sh"}]}' >"$t/config.json"
+		csum=$(sha256sum "$t/config.json" | cut -d' ' -f1); csize=$(stat -c %s "$t/config.json")
+		mv "$t/config.json" "$out/blobs/sha256/$csum"
+		jq -nc --arg c "sha256:$csum" --argjson cs "$csize" --arg l "sha256:$lsum" --argjson ls "$lsize" \
+			'{schemaVersion:2,mediaType:"application/vnd.oci.image.manifest.v1+json",
+			config:{mediaType:"application/vnd.oci.image.config.v1+json",digest:$c,size:$cs},
+			layers:[{mediaType:"application/vnd.oci.image.layer.v1.tar+gzip",digest:$l,size:$ls}]}' >"$t/manifest.json"
+		msum=$(sha256sum "$t/manifest.json" | cut -d' ' -f1); msize=$(stat -c %s "$t/manifest.json")
+		mv "$t/manifest.json" "$out/blobs/sha256/$msum"
+		entries=$(jq -c --arg m "sha256:$msum" --argjson ms "$msize" --arg a "$arch" \
+			'. + [{mediaType:"application/vnd.oci.image.manifest.v1+json",digest:$m,size:$ms,platform:{architecture:$a,os:"linux"}}]' <<<"$entries")
+	done
+	local top=$entries
+	if [ ${#archs[@]} -gt 1 ]; then
+		jq -nc --argjson m "$entries" '{schemaVersion:2,mediaType:"application/vnd.oci.image.index.v1+json",manifests:$m}' >"$t/index.json"
+		msum=$(sha256sum "$t/index.json" | cut -d' ' -f1); msize=$(stat -c %s "$t/index.json")
+		mv "$t/index.json" "$out/blobs/sha256/$msum"
+		top=$(jq -nc --arg m "sha256:$msum" --argjson ms "$msize" '[{mediaType:"application/vnd.oci.image.index.v1+json",digest:$m,size:$ms}]')
+	fi
 	echo '{"imageLayoutVersion":"1.0.0"}' >"$out/oci-layout"
-	jq -nc --arg m "sha256:$msum" --argjson ms "$msize" --arg ref "$ref" \
-		'{schemaVersion:2,mediaType:"application/vnd.oci.image.index.v1+json",
-		manifests:[{mediaType:"application/vnd.oci.image.manifest.v1+json",digest:$m,size:$ms,
-		platform:{architecture:"amd64",os:"linux"},annotations:{"io.containerd.image.name":$ref,"org.opencontainers.image.ref.name":$ref}}]}' >"$out/index.json"
+	jq -nc --argjson m "$top" --arg ref "$ref" '{schemaVersion:2,mediaType:"application/vnd.oci.image.index.v1+json",
+		manifests:[$m[0] + {annotations:{"io.containerd.image.name":$ref,"org.opencontainers.image.ref.name":$ref}}]}' >"$out/index.json"
 	rm -rf "$t"
 }
 
-# digest LAYOUT prints the manifest digest of a one-image OCI layout.
+# digest LAYOUT prints the digest of a layout's one entry: an image's manifest, or the index of a
+# multi-platform image.
 digest() { jq -r '.manifests[0].digest' "$1/index.json"; }
 
 # The Debian 13 base (what debian:trixie-slim is): debootstrap minbase, the stable updates and
@@ -121,10 +140,36 @@ build_base() {
 	rm -f "$rootfs/etc/resolv.conf" "$rootfs/etc/hostname"
 	printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$rootfs/etc/hosts"
 	: >"$rootfs/etc/machine-id"
-	mkoci "$rootfs" "$dir.tmp" docker.io/library/debian:trixie-slim
+	mkoci "$rootfs" "$dir.tmp" docker.io/library/debian:trixie-slim \
+		'{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["bash"]}'
 	rm -rf --one-file-system "$rootfs"
 	mv -T "$dir.tmp" "$dir"
 	log "base image: $dir"
+	echo "$dir"
+}
+
+# The base of the images that hold one static Go binary (what gcr.io/distroless/static:nonroot
+# is): no shell, no libraries, only the files such a program looks for (passwd and group with
+# root, nobody and nonroot 65532, nonroot's home, /tmp). None of them depends on the
+# architecture, so one layer serves amd64 and arm64, and images built on it for arm64 run no
+# arm64 code at build time (their binaries are cross-compiled).
+STATIC_VERSION=v1
+build_static() {
+	local dir=$OUT/static-$STATIC_VERSION
+	[ -f "$dir/index.json" ] && { echo "$dir"; return 0; }
+	local rootfs
+	rootfs=$(mktemp -d)
+	mkdir -p "$rootfs/etc" "$rootfs/tmp" "$rootfs/root" "$rootfs/home/nonroot"
+	chmod 0755 "$rootfs" "$rootfs/etc" "$rootfs/home"
+	chmod 1777 "$rootfs/tmp"; chmod 0700 "$rootfs/root"; chmod 0700 "$rootfs/home/nonroot"
+	chown 65532:65532 "$rootfs/home/nonroot"
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
+	chmod 0644 "$rootfs/etc/passwd" "$rootfs/etc/group"
+	mkoci "$rootfs" "$dir.tmp" gcr.io/distroless/static:nonroot \
+		'{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"User":"65532","WorkingDir":"/home/nonroot"}' amd64 arm64
+	rm -rf "$rootfs"
+	mv -T "$dir.tmp" "$dir"
 	echo "$dir"
 }
 
@@ -176,6 +221,8 @@ stop_buildkitd() {
 
 BASE=$(build_base)
 BASE_DGST=$(digest "$BASE")
+STATIC=$(build_static)
+STATIC_DGST=$(digest "$STATIC")
 
 # build NAME DOCKERFILE REF LAYOUT [buildctl options...]
 build() {
@@ -192,9 +239,9 @@ build() {
 	if ! "$BIN/buildctl" --addr "unix://$BK_SOCK" build --progress=plain \
 		--frontend dockerfile.v0 --opt cmdline= \
 		--local context="$context" --local dockerfile="$ROOT/$(dirname "$dockerfile")" --opt filename="$(basename "$dockerfile")" \
-		--oci-layout base="$BASE" \
+		--oci-layout base="$BASE" --oci-layout static="$STATIC" \
 		--opt "context:debian:trixie-slim=oci-layout://base@$BASE_DGST" \
-		--opt "context:gcr.io/distroless/static:nonroot=oci-layout://base@$BASE_DGST" \
+		--opt "context:gcr.io/distroless/static:nonroot=oci-layout://static@$STATIC_DGST" \
 		"$@" --output "type=oci,tar=false,dest=$t,name=$ref" >"$OUT/$name.log" 2>&1; then
 		tail -40 "$OUT/$name.log" >&2
 		log "building $name failed (log: $OUT/$name.log)"
@@ -213,7 +260,7 @@ inputs_hash() {
 		cd "$ROOT"
 		{
 			grep -Ev '^[a-z-]+\|[^|]*\|[^|]*\||^WANT=' "$HERE/images.sh" | sha256sum
-			echo "$BASE_DGST"
+			echo "$BASE_DGST $STATIC_DGST"
 			find "$@" -type f -not -name '*_test.go' -print0 | sort -z | xargs -0 sha256sum
 		} | sha256sum | cut -c1-16
 	)
@@ -257,6 +304,7 @@ build_image() {
 		*) paths+=("$in") ;;
 		esac
 	done
+	case " $MULTI_PLATFORM " in *" $name "*) extra+=(--opt platform=linux/amd64,linux/arm64) ;; esac
 	if grep -q 'GO_IMAGE' "$ROOT/$df"; then
 		golang_image
 		extra+=(--oci-layout golang="$GOLANG" --opt "context:golang:1.26=oci-layout://golang@$(digest "$GOLANG")")
