@@ -67,6 +67,11 @@ node-assets: test-assets ## Build the node's binaries: kubelet, containerd, runc
 images: node-assets ## Build every image with BuildKit on a debootstrap'd Debian 13 base (cached; needs root).
 	hack/images.sh
 
+.PHONY: images-push
+images-push: node-assets ## Build every image and push it to REGISTRY (host[:port][/path]) as an OCI index, TAG optional; writes values files pinning each image by digest (needs root).
+	@test -n "$(REGISTRY)" || { echo "images-push: set REGISTRY=host[:port][/path] (and TAG=… to override the images' own tags)"; exit 2; }
+	hack/images-push.sh "$(REGISTRY)" "$(TAG)"
+
 .PHONY: test
 test: check-generated lint test-assets slurm-rootfs ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node test.
 	@# The node tests' binaries and images build beside the other packages' tests (which spend
