@@ -23,9 +23,40 @@ import (
 func (e *env) checkUpgradeBackupJob() {
 	t := e.t
 	t.Helper()
+	b, clusterName := e.runBackupJob("node-test", "24.11", "24.11")
+	if backups, _ := filepath.Glob(filepath.Join(hostVolume("upgrade-backup"), clusterName, "*-slurm-24.11-to-24.11")); len(backups) != 1 {
+		t.Fatalf("backups: %v", backups)
+	}
+	dump, err := os.ReadFile(filepath.Join(b, "accounting.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The jobs sacct showed above are in it.
+	if !strings.Contains(string(dump), "INSERT INTO `"+clusterName+"_job_table`") || !strings.Contains(string(dump), "-- Dump completed") {
+		t.Errorf("the dump %s holds no job table rows or is cut short (%d bytes)", b, len(dump))
+	}
+	if _, err := os.Stat(filepath.Join(b, "statesave", "job_state")); err != nil {
+		t.Errorf("slurmctld's state was not copied: %v", err)
+	}
+	check := exec.Command("sha256sum", "--quiet", "-c", "SHA256SUMS")
+	check.Dir = b
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("the backup's checksums: %v\n%s", err, out)
+	}
+}
+
+// runBackupJob runs the backup Job before an upgrade from release from to release to, rendered
+// by the operator's own function from the live SlurmCluster with the upgrade-backup volume set
+// in its spec, and returns the backup's folder on the node and the cluster's clusterName.
+func (e *env) runBackupJob(target, from, to string) (folder, clusterName string) {
+	t := e.t
+	t.Helper()
 	dir := hostVolume("upgrade-backup")
-	patch := `[{"op":"add","path":"/spec/volumeSources/-","value":{"name":"upgrade-backup","hostPath":{"path":"` + dir + `","type":"DirectoryOrCreate"}}},` +
-		`{"op":"add","path":"/spec/upgrades","value":{"backup":{"volumeSourceName":"upgrade-backup"}}}]`
+	var patch string
+	if names, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.spec.volumeSources[*].name}"); !strings.Contains(" "+names+" ", " upgrade-backup ") {
+		patch = `{"op":"add","path":"/spec/volumeSources/-","value":{"name":"upgrade-backup","hostPath":{"path":"` + dir + `","type":"DirectoryOrCreate"}}},`
+	}
+	patch = `[` + patch + `{"op":"add","path":"/spec/upgrades","value":{"backup":{"volumeSourceName":"upgrade-backup"}}}]`
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=json", "-p", patch)
 
 	var sc slurmv1alpha1.SlurmCluster
@@ -34,7 +65,7 @@ func (e *env) checkUpgradeBackupJob() {
 	}
 	sc = *base.WithDefaults(&sc)
 	job, err := render.UpgradeBackupJob(&sc, render.UpgradeBackupParams{
-		Target: "node-test", From: "24.11", To: "24.11", Image: sc.Spec.Images.Accounting,
+		Target: target, From: from, To: to, Image: sc.Spec.Images.Accounting,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,28 +88,11 @@ func (e *env) checkUpgradeBackupJob() {
 		logs, _ := e.kubectl("logs", "-n", ns, "job/"+job.Name, "--tail=20")
 		return false, out + "\n" + logs
 	})
-
-	backups, _ := filepath.Glob(filepath.Join(dir, sc.Spec.ClusterName, "*-slurm-24.11-to-24.11"))
-	if len(backups) != 1 {
-		t.Fatalf("backups under %s: %v", dir, backups)
+	backups, _ := filepath.Glob(filepath.Join(dir, sc.Spec.ClusterName, "*-slurm-"+from+"-to-"+to))
+	if len(backups) == 0 {
+		t.Fatalf("no backup *-slurm-%s-to-%s under %s", from, to, dir)
 	}
-	b := backups[0]
-	dump, err := os.ReadFile(filepath.Join(b, "accounting.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The jobs sacct showed above are in it.
-	if !strings.Contains(string(dump), "INSERT INTO `"+sc.Spec.ClusterName+"_job_table`") || !strings.Contains(string(dump), "-- Dump completed") {
-		t.Errorf("the dump %s holds no job table rows or is cut short (%d bytes)", b, len(dump))
-	}
-	if _, err := os.Stat(filepath.Join(b, "statesave", "job_state")); err != nil {
-		t.Errorf("slurmctld's state was not copied: %v", err)
-	}
-	check := exec.Command("sha256sum", "--quiet", "-c", "SHA256SUMS")
-	check.Dir = b
-	if out, err := check.CombinedOutput(); err != nil {
-		t.Errorf("the backup's checksums: %v\n%s", err, out)
-	}
+	return backups[len(backups)-1], sc.Spec.ClusterName
 }
 
 // checkScheduledBackups: spec.backups set on the live cluster, every minute with keep: 1, to the

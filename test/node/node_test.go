@@ -197,6 +197,10 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		e.with(t).checkScheduledBackups()
 	})
 
+	t.Run("restore from a backup as docs/backup.md says: the job queued at the backup is queued again, the one finished before it is in sacct, what came after is gone", func(t *testing.T) {
+		e.with(t).checkRestoreFromABackup()
+	})
+
 	t.Run("each worker has the GPU Kubernetes gave its pod: the two workers' jobs see different devices", func(t *testing.T) {
 		e := e.with(t)
 		e.checkEachWorkersOwnGPU()

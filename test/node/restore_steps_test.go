@@ -1,0 +1,106 @@
+package node
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// checkRestoreFromABackup runs docs/backup.md's restore procedure on the live cluster, as an
+// admin would with kubectl: a backup taken by the operator's backup Job, then the operator,
+// slurmdbd and slurmctld scaled to zero, the dump loaded into the (external) MariaDB, the
+// controller's spool replaced by the backup's state, and the operator started again. The job
+// queued at the backup is queued again and the job finished before it is in sacct; the jobs
+// that came after the backup are in neither.
+func (e *env) checkRestoreFromABackup() {
+	t := e.t
+	t.Helper()
+	before := strings.TrimSpace(e.onLogin("sbatch --parsable -J before-backup --wrap true"))
+	queued := strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-at-backup --hold --wrap true"))
+	e.waitJobInSacct(before, "COMPLETED")
+	folder, _ := e.runBackupJob("restore", "24.11", "24.11-restore")
+
+	after := strings.TrimSpace(e.onLogin("sbatch --parsable -J after-backup --wrap true"))
+	queuedAfter := strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-after-backup --hold --wrap true"))
+	e.waitJobInSacct(after, "COMPLETED")
+
+	// 1. The backup is whole.
+	check := exec.Command("sha256sum", "--quiet", "-c", "SHA256SUMS")
+	check.Dir = folder
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("the backup's checksums: %v\n%s", err, out)
+	}
+	// 2. The operator stopped, then slurmdbd and slurmctld.
+	operator := []string{"-n", "slurm-system", "-l", "app.kubernetes.io/name=slurm-operator"}
+	replicas := strings.TrimSpace(e.kubectlOK(append([]string{"get", "deployment", "-o", "jsonpath={.items[0].spec.replicas}"}, operator...)...))
+	e.kubectlOK(append([]string{"scale", "deployment", "--replicas=0"}, operator...)...)
+	restarted := false
+	defer func() {
+		if !restarted {
+			e.kubectl(append([]string{"scale", "deployment", "--replicas=" + replicas}, operator...)...)
+		}
+	}()
+	e.waitFor(2*time.Minute, "the operator's pods gone", func() (bool, string) {
+		out, _ := e.kubectl(append([]string{"get", "pods", "-o", "name"}, operator...)...)
+		return strings.TrimSpace(out) == "", out
+	})
+	e.kubectlOK("scale", "statefulset", cluster+"-accounting", cluster+"-controller", "-n", ns, "--replicas=0")
+	e.waitFor(3*time.Minute, "slurmdbd's and slurmctld's pods gone", func() (bool, string) {
+		out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/instance="+cluster, "-o", "name")
+		return !strings.Contains(out, cluster+"-accounting-") && !strings.Contains(out, cluster+"-controller-"), out
+	})
+	// 3. The dump loaded (mariadb-dump writes DROP TABLE and CREATE TABLE before each table's
+	// rows, so the tables are the backup's, whatever was written since).
+	dump, err := os.ReadFile(filepath.Join(folder, "accounting.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if out, err := e.run(ctx, string(dump), filepath.Join(e.assets, "kubectl"), "exec", "-i", "-n", ns, "deploy/mariadb", "--",
+		"mariadb", "-u", "slurm", "-pnode-test-password", "slurm_acct_db"); err != nil {
+		t.Fatalf("loading the dump: %v\n%s", err, out)
+	}
+	// 4. The state in place on the spool claim's volume, the old one kept aside.
+	spool := hostVolume("controller-spool")
+	aside := spool + ".before-restore"
+	if err := os.RemoveAll(aside); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", `set -e; mkdir "$2"; find "$1" -mindepth 1 -maxdepth 1 -exec mv -t "$2" {} +; cp -a "$3/statesave/." "$1/"`,
+		"restore", spool, aside, folder).CombinedOutput(); err != nil {
+		t.Fatalf("putting the state in place: %v\n%s", err, out)
+	}
+	// 5. The operator again: it scales slurmdbd and slurmctld back to the spec.
+	e.kubectlOK(append([]string{"scale", "deployment", "--replicas=" + replicas}, operator...)...)
+	restarted = true
+	e.waitFor(5*time.Minute, "slurmctld back with the backup's queue", func() (bool, string) {
+		out, err := e.sshErr(e.login, "squeue -h -o '%i %j' | sort")
+		return err == nil && strings.Contains(out, queued+" queued-at-backup"), out
+	})
+	if out := e.onLogin("squeue -h -o '%i %j'"); strings.Contains(out, "queued-after-backup") {
+		t.Errorf("the job queued after the backup (%s) is queued after the restore:\n%s", queuedAfter, out)
+	}
+	e.waitJobInSacct(before, "COMPLETED")
+	if out, _ := e.sshErr(e.login, "sacct -n -X -P -o JobID,JobName -S 2020-01-01 --name after-backup"); strings.TrimSpace(out) != "" {
+		t.Errorf("sacct has the job that ran after the backup:\n%s", out)
+	}
+	e.onLogin("scancel " + queued)
+	// Every worker takes jobs again.
+	e.waitFor(3*time.Minute, "the workers idle", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "sinfo -h -N -o '%N %t' | sort -u")
+		return strings.TrimSpace(out) == "worker-0 idle\nworker-1 idle", out
+	})
+}
+
+// waitJobInSacct waits until sacct shows the job in the state (slurmdbd takes a moment).
+func (e *env) waitJobInSacct(id, state string) {
+	e.t.Helper()
+	e.waitFor(2*time.Minute, "job "+id+" "+state+" in sacct", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "sacct -n -X -P -o State -j "+id)
+		return strings.TrimSpace(out) == state, out
+	})
+}
