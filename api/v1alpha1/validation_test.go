@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
@@ -174,5 +175,26 @@ func TestABackupControllerWithASharedSpoolIsValid(t *testing.T) {
 	setTo("spec.slurmNodes.controller.volumes.spool", map[string]any{"volumeSourceName": "data"})(obj)
 	if errs := v.Validate(obj, nil); len(errs) > 0 {
 		t.Fatalf("a backup controller on a shared spool was refused: %v", errs.ToAggregate())
+	}
+}
+
+// Admission takes a backup schedule exactly when the CronJob API's parser does (robfig/cron's
+// standard parser), but for a range whose start is after its end, which only the parser sees
+// (the operator reports it when it renders).
+func TestBackupSchedulesAreRefusedWhereCronRefusesThem(t *testing.T) {
+	v := loadValidator(t)
+	for _, schedule := range []string{
+		"0 3 * * *", "*/15 0-6 1,15 JAN-MAR mon-fri", "5/15 * * * *", "0 0 ? * ?", "00 03 * * *",
+		"0 0 * * SUN-SAT", "30 2 * * 1-5", "0 0 1,15,31 */2 0", "59 23 31 12 6", "@daily", "@hourly",
+		"61 3 * * *", "0 24 * * *", "0 0 0 * *", "0 0 32 * *", "0 0 * 13 *", "0 0 * * 7", "1-59/0 * * * *",
+		"0 3 * * * *", "a b c d e", "0 3 * * MONDAY", "-1 3 * * *", "0 3 * JANUARY *",
+	} {
+		obj := baseManifest()
+		setTo("spec.backups", map[string]any{"schedule": schedule, "volumeSourceName": "data"})(obj)
+		_, cronErr := cron.ParseStandard(schedule)
+		errs := v.Validate(obj, nil)
+		if (len(errs) == 0) != (cronErr == nil) {
+			t.Errorf("schedule %q: admission says %v, cron's parser %v", schedule, errs.ToAggregate(), cronErr)
+		}
 	}
 }

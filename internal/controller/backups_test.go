@@ -64,10 +64,10 @@ var _ = Describe("scheduled backups", func() {
 			g.Expect(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "KEEP", Value: "30"}))
 		}).WithTimeout(timeout).Should(Succeed())
 
-		// A schedule the admission pattern lets through but cron cannot read: the status names the
-		// field, and the CronJob keeps its last schedule.
-		updateSpec(ctx, ns, "bk", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.Backups.Schedule = "61 3 * * *" })
-		eventuallyCondition(ctx, ns, "bk", slurmv1alpha1.ConditionDegraded, slurmv1alpha1.ReasonRenderFailed, `spec.backups.schedule "61 3 * * *"`)
+		// A schedule admission lets through but cron cannot read (a range that ends before it
+		// starts): the status names the field, and the CronJob keeps its last schedule.
+		updateSpec(ctx, ns, "bk", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.Backups.Schedule = "0 5-3 * * *" })
+		eventuallyCondition(ctx, ns, "bk", slurmv1alpha1.ConditionDegraded, slurmv1alpha1.ReasonRenderFailed, `spec.backups.schedule "0 5-3 * * *"`)
 		Expect(get(ctx, &batchv1.CronJob{}, ns, "bk-backup").Spec.Schedule).To(Equal("0 3 * * *"))
 
 		updateSpec(ctx, ns, "bk", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.Backups = nil })
