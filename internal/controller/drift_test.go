@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,5 +49,19 @@ var _ = Describe("children edited by someone else", func() {
 		}
 		before := rv()
 		Consistently(rv).WithTimeout(3 * time.Second).Should(Equal(before))
+
+		By("kubectl scale of the controller StatefulSet to zero, through its scale subresource: the spec's size comes back")
+		Eventually(func() error {
+			scale := &autoscalingv1.Scale{}
+			if err := k8sClient.SubResource("scale").Get(ctx, get(ctx, &appsv1.StatefulSet{}, ns, "drift-controller"), scale); err != nil {
+				return err
+			}
+			scale.Spec.Replicas = 0
+			return k8sClient.SubResource("scale").Update(ctx, get(ctx, &appsv1.StatefulSet{}, ns, "drift-controller"),
+				client.WithSubResourceBody(scale), client.FieldOwner("kubectl"))
+		}).WithTimeout(timeout).Should(Succeed())
+		Eventually(func() int32 {
+			return *get(ctx, &appsv1.StatefulSet{}, ns, "drift-controller").Spec.Replicas
+		}).WithTimeout(timeout).Should(Equal(int32(1)))
 	})
 })

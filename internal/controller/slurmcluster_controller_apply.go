@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -106,7 +108,7 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 			return nil, false, err
 		}
 	}
-	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash && (isKeySecret(owner, live) || !r.editedByOthers(live)) {
+	if found && live.GetAnnotations()[AnnotationAppliedHash] == hash && (isKeySecret(owner, live) || !r.editedByOthers(live)) && !scaledByOthers(obj, live) {
 		return seen, false, nil
 	}
 	if _, job := live.(*batchv1.Job); found && job {
@@ -138,6 +140,22 @@ func (r *SlurmClusterReconciler) apply(ctx context.Context, owner *slurmv1alpha1
 		r.created.Store(createdKey(gvk, key), createdAt{hash: hash, at: time.Now()})
 	}
 	return desired, true, nil
+}
+
+// scaledByOthers reports whether a StatefulSet or Deployment has other replicas than desired, as
+// `kubectl scale` leaves it: a write through the scale subresource may leave no managed-fields
+// entry of its own (editedByOthers cannot see it), and an operator started after it would keep
+// slurmctld or slurmdbd at the count someone else set.
+func scaledByOthers(desired, live client.Object) bool {
+	switch d := desired.(type) {
+	case *appsv1.StatefulSet:
+		l, ok := live.(*appsv1.StatefulSet)
+		return ok && !ptr.Equal(d.Spec.Replicas, l.Spec.Replicas)
+	case *appsv1.Deployment:
+		l, ok := live.(*appsv1.Deployment)
+		return ok && !ptr.Equal(d.Spec.Replicas, l.Spec.Replicas)
+	}
+	return false
 }
 
 // isKeySecret reports whether obj is one of the cluster's key Secrets. Their content is the
