@@ -21,6 +21,7 @@ func (e *env) checkRestoreFromABackup() {
 	before := strings.TrimSpace(e.onLogin("sbatch --parsable -J before-backup --wrap true"))
 	queued := strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-at-backup --hold --wrap true"))
 	e.waitJobInSacct(before, "COMPLETED")
+	e.waitStateSaved(before)
 	folder, _ := e.runBackupJob("restore", "24.11", "24.11-restore")
 
 	after := strings.TrimSpace(e.onLogin("sbatch --parsable -J after-backup --wrap true"))
@@ -93,6 +94,26 @@ func (e *env) checkRestoreFromABackup() {
 	e.waitFor(3*time.Minute, "the workers idle", func() (bool, string) {
 		out, _ := e.sshErr(e.login, "sinfo -h -N -o '%N %t' | sort -u")
 		return strings.TrimSpace(out) == "worker-0 idle\nworker-1 idle", out
+	})
+}
+
+// waitStateSaved waits until slurmctld holds the job as ended (no longer completing on its nodes)
+// and has saved its job state since: slurmctld writes StateSaveLocation a few seconds after a
+// change, and a backup copied before that would bring the job back as running.
+func (e *env) waitStateSaved(id string) {
+	e.t.Helper()
+	e.waitFor(time.Minute, "job "+id+" ended in slurmctld", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "scontrol show job "+id+" -o")
+		return strings.Contains(out, "JobState=COMPLETED ") && !strings.Contains(out, "COMPLETING"), out
+	})
+	ended := time.Now()
+	state := filepath.Join(hostVolume("controller-spool"), "job_state")
+	e.waitFor(time.Minute, "slurmctld's job state saved after job "+id+" ended", func() (bool, string) {
+		st, err := os.Stat(state)
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.ModTime().After(ended), st.ModTime().String()
 	})
 }
 
