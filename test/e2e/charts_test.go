@@ -176,6 +176,24 @@ func TestChartsInstallOnARealAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("the operator chart pins image.digest after the tag, and refuses a value that is not a digest", func(t *testing.T) {
+		const digest = "sha256:8ca1c5e7d260b5127c35c3389e549bee7532b0870732b6b32b61bc86db21506d"
+		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--show-only", "templates/deployment.yaml",
+			"--set", "image.repository=registry.example.com/hpc/slurm-operator", "--set", "image.digest="+digest)
+		if err != nil || !strings.Contains(out, `image: "registry.example.com/hpc/slurm-operator:0.1.0@`+digest+`"`) {
+			t.Fatalf("a pinned digest: %v\n%s", err, out)
+		}
+		if out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--show-only", "templates/deployment.yaml"); err != nil || strings.Contains(out, "@sha256") {
+			t.Errorf("by default the image is pulled by tag: %v\n%s", err, out)
+		}
+		for _, bad := range []string{"8ca1c5e7d260b5127c35c3389e549bee7532b0870732b6b32b61bc86db21506d", "sha256:abc", "latest"} {
+			out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system", "--set", "image.digest="+bad)
+			if err == nil || !strings.Contains(out, "image.digest") {
+				t.Errorf("image.digest=%s: want a refusal naming image.digest, got %v:\n%s", bad, err, out)
+			}
+		}
+	})
+
 	t.Run("the operator may patch nodes only when outOfServiceTaintAfter asks for the taint", func(t *testing.T) {
 		out, err := run(helm, "template", "slurm-operator", operatorChart, "-n", "slurm-system")
 		if err != nil || strings.Contains(out, "out-of-service") {
