@@ -173,6 +173,9 @@ func TestImagesPushedToARegistry(t *testing.T) {
 		Images map[string]string `json:"images"`
 	}
 	readYAML(t, filepath.Join(out, "cluster-images-values.yaml"), &again)
+	if len(again.Images) != len(cluster.Images) || len(cluster.Images) != 6 {
+		t.Errorf("the values files set %d and then %d images, want the six of spec.images", len(cluster.Images), len(again.Images))
+	}
 	for field, ref := range again.Images {
 		if ref != cluster.Images[field] {
 			t.Errorf("pushed again, spec.images.%s is %s, was %s", field, ref, cluster.Images[field])
@@ -185,9 +188,9 @@ func TestImagesPushedToARegistry(t *testing.T) {
 func layoutManifests(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	var index ociIndex
-	readJSON(t, filepath.Join(dir, "index.json"), &index)
+	readYAML(t, filepath.Join(dir, "index.json"), &index)
 	if len(index.Manifests) == 1 && index.Manifests[0].MediaType == "application/vnd.oci.image.index.v1+json" {
-		readJSON(t, filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(index.Manifests[0].Digest, "sha256:")), &index)
+		readYAML(t, filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(index.Manifests[0].Digest, "sha256:")), &index)
 	}
 	out := map[string]string{}
 	for _, m := range index.Manifests {
@@ -278,6 +281,7 @@ func startRegistry(t *testing.T, crane, dir string) string {
 	}
 }
 
+// readYAML reads a YAML or JSON file into v.
 func readYAML(t *testing.T, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -285,17 +289,6 @@ func readYAML(t *testing.T, path string, v any) {
 		t.Fatal(err)
 	}
 	if err := yaml.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 }

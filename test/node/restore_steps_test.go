@@ -86,8 +86,9 @@ func (e *env) checkRestoreFromABackup() {
 		t.Errorf("the job queued after the backup (%s) is queued after the restore:\n%s", queuedAfter, out)
 	}
 	e.waitJobInSacct(before, "COMPLETED")
-	if out, _ := e.sshErr(e.login, "sacct -n -X -P -o JobID,JobName -S 2020-01-01 --name after-backup"); strings.TrimSpace(out) != "" {
-		t.Errorf("sacct has the job that ran after the backup:\n%s", out)
+	if out, err := e.sshErr(e.login, "sacct -a -n -X -P -o JobID,JobName -S 2020-01-01 --name after-backup,before-backup"); err != nil ||
+		strings.TrimSpace(out) != before+"|before-backup" {
+		t.Errorf("sacct by name after the restore: %v\n%s (want the job before the backup alone: %s)", err, out, before)
 	}
 	e.onLogin("scancel " + queued)
 	// Every worker takes jobs again.
