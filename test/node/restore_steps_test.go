@@ -19,13 +19,21 @@ func (e *env) checkRestoreFromABackup() {
 	t := e.t
 	t.Helper()
 	before := strings.TrimSpace(e.onLogin("sbatch --parsable -J before-backup --wrap true"))
-	queued := strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-at-backup --hold --wrap true"))
 	e.waitJobInSacct(before, "COMPLETED")
-	e.waitStateSaved(before)
+	ended := e.waitJobEnded(before)
+	// The held job is a change slurmctld saves after the first job ended, so the saved state
+	// holds that job as ended whenever slurmctld's own save ran.
+	queued := strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-at-backup --hold --wrap true"))
+	var queuedAfter string
+	defer func() {
+		// Held jobs left by a failure here would keep later steps from finding the queue empty.
+		e.sshErr(e.login, strings.TrimSpace("scancel "+queued+" "+queuedAfter))
+	}()
+	e.waitStateSaved(ended)
 	folder, _ := e.runBackupJob("restore", "24.11", "24.11-restore")
 
 	after := strings.TrimSpace(e.onLogin("sbatch --parsable -J after-backup --wrap true"))
-	queuedAfter := strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-after-backup --hold --wrap true"))
+	queuedAfter = strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-after-backup --hold --wrap true"))
 	e.waitJobInSacct(after, "COMPLETED")
 
 	// 1. The backup is whole.
@@ -98,23 +106,30 @@ func (e *env) checkRestoreFromABackup() {
 	})
 }
 
-// waitStateSaved waits until slurmctld holds the job as ended (no longer completing on its nodes)
-// and has saved its job state since: slurmctld writes StateSaveLocation a few seconds after a
-// change, and a backup copied before that would bring the job back as running.
-func (e *env) waitStateSaved(id string) {
+// waitJobEnded waits until slurmctld holds the job as ended (no longer completing on its nodes)
+// and returns when it saw that.
+func (e *env) waitJobEnded(id string) time.Time {
 	e.t.Helper()
 	e.waitFor(time.Minute, "job "+id+" ended in slurmctld", func() (bool, string) {
 		out, _ := e.sshErr(e.login, "scontrol show job "+id+" -o")
 		return strings.Contains(out, "JobState=COMPLETED ") && !strings.Contains(out, "COMPLETING"), out
 	})
-	ended := time.Now()
+	return time.Now()
+}
+
+// waitStateSaved waits until slurmctld has saved its job state after the time given: slurmctld
+// writes StateSaveLocation a few seconds after a change, and a backup copied before that would
+// bring back what the change undid (a job ended would come back as running). The caller makes a
+// change after that time, or the wait may last until slurmctld's periodic save.
+func (e *env) waitStateSaved(since time.Time) {
+	e.t.Helper()
 	state := filepath.Join(hostVolume("controller-spool"), "job_state")
-	e.waitFor(time.Minute, "slurmctld's job state saved after job "+id+" ended", func() (bool, string) {
+	e.waitFor(time.Minute, "slurmctld's job state saved after "+since.Format(time.RFC3339Nano), func() (bool, string) {
 		st, err := os.Stat(state)
 		if err != nil {
 			return false, err.Error()
 		}
-		return st.ModTime().After(ended), st.ModTime().String()
+		return st.ModTime().After(since), st.ModTime().String()
 	})
 }
 
