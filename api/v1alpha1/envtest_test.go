@@ -129,6 +129,22 @@ var _ = Describe("the SlurmCluster CRD", func() {
 		Expect(err.Error()).To(ContainSubstring("immutable"))
 	})
 
+	It("takes elastic sets whose size is within their range, and fills in their timeouts", func(ctx SpecContext) {
+		obj := baseManifest()
+		setTo("metadata.name", "elastic")(obj)
+		setTo("spec.slurmNodes.worker.autoscaling", map[string]any{"enabled": true, "minSize": 1, "maxSize": 8})(obj)
+		setTo("spec.slurmNodes.nodeSets", []any{map[string]any{"name": "a100", "size": 0, "autoscaling": map[string]any{"enabled": true, "maxSize": 4}},
+			map[string]any{"name": "cpu", "size": 9, "autoscaling": map[string]any{"enabled": false, "maxSize": 2}}})(obj)
+		Expect(create(ctx, obj, "default")).To(Succeed())
+		sc := &slurmv1alpha1.SlurmCluster{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: "default", Name: "elastic"}, sc)).To(Succeed())
+		a := sc.Spec.SlurmNodes.NodeSets[0].Autoscaling
+		Expect([]int32{a.IdleTimeoutSeconds, a.ResumeTimeoutSeconds}).To(Equal([]int32{600, 600}))
+		Expect(sc.Spec.SlurmNodes.Worker.NodeCount()).To(Equal(int32(8)))
+		// Off, the range does not bind the size.
+		Expect(sc.WorkerSets()[2].Worker.NodeCount()).To(Equal(int32(9)))
+	})
+
 	It("fills in defaults on create", func(ctx SpecContext) {
 		obj := baseManifest()
 		setTo("metadata.name", "defaults")(obj)

@@ -82,6 +82,7 @@ type ControllerVolumes struct {
 }
 
 // Worker configures the slurmd nodes.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || !self.autoscaling.enabled || (self.size >= (has(self.autoscaling.minSize) ? self.autoscaling.minSize : 0) && self.size <= self.autoscaling.maxSize)",message="size must be within autoscaling's minSize and maxSize while autoscaling is on: it is the size the set keeps when autoscaling is turned off",fieldPath=".size"
 type Worker struct {
 	// Size is the number of worker nodes, named worker-0 … worker-(size-1). Change it with
 	// kubectl edit or kubectl scale.
@@ -90,6 +91,12 @@ type Worker struct {
 	// +kubebuilder:default=1
 	// +optional
 	Size int32 `json:"size"`
+
+	// Autoscaling lets Slurm size the set between minSize and maxSize: nodes are powered up
+	// (their pods made) when jobs wait for them and powered down (their pods removed) when idle.
+	// Node sets have their own.
+	// +optional
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
 
 	// K8sNodeFilterName picks the Kubernetes nodes workers run on (usually the GPU nodes).
 	// +kubebuilder:validation:MaxLength=63

@@ -23,6 +23,7 @@ const AnnotationNodeSet = "slurm.hpc.dev/node-set-spec"
 // StatefulSet of their own. Whatever a set does not set is taken from spec.slurmNodes.worker
 // (volumes and the jail, ssh, updateStrategy, gresAutoDetect, drainOnNodeConditions,
 // sharedMemorySize, scaleDownGracePeriodSeconds).
+// +kubebuilder:validation:XValidation:rule="!has(self.autoscaling) || !self.autoscaling.enabled || (self.size >= (has(self.autoscaling.minSize) ? self.autoscaling.minSize : 0) && self.size <= self.autoscaling.maxSize)",message="size must be within autoscaling's minSize and maxSize while autoscaling is on: it is the size the set keeps when autoscaling is turned off",fieldPath=".size"
 type NodeSet struct {
 	// Name of the set: the prefix of its Slurm node names (a100 gives a100-0, a100-1, …) and the
 	// suffix of its StatefulSet's name. Lowercase letters and digits, starting with a letter.
@@ -39,6 +40,12 @@ type NodeSet struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4096
 	Size int32 `json:"size"`
+
+	// Autoscaling lets Slurm size the set between minSize and maxSize, as
+	// spec.slurmNodes.worker.autoscaling does for the default set. Not taken from
+	// spec.slurmNodes.worker: unset, the set has size nodes.
+	// +optional
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
 
 	// K8sNodeFilterName picks the Kubernetes nodes the set runs on (an entry of
 	// spec.k8sNodeFilters). The set's GPU shape is read from these nodes' GPU Operator labels.
@@ -174,6 +181,7 @@ func (c *SlurmCluster) WorkerSet(name string) (WorkerSet, bool) {
 func (c *SlurmCluster) resolveNodeSet(ns NodeSet) WorkerSet {
 	w := *c.Spec.SlurmNodes.Worker.DeepCopy()
 	w.Size = ns.Size
+	w.Autoscaling = ns.Autoscaling
 	w.Features = ns.Features
 	w.K8sNodeFilterName = ns.K8sNodeFilterName
 	w.GPU = ns.GPU
