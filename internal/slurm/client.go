@@ -236,6 +236,18 @@ func (c *Client) SetAddress(ctx context.Context, name, address string) error {
 	return c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), body, nil)
 }
 
+// SetPower asks slurmctld to power a node up (POWER_UP: ResumeProgram runs, the node is
+// POWERING_UP until its slurmd registers) or down (POWER_DOWN: SuspendProgram runs once the node
+// runs nothing, the node is POWERING_DOWN for SuspendTimeout, then POWERED_DOWN).
+func (c *Client) SetPower(ctx context.Context, name string, up bool) error {
+	state := "POWER_DOWN"
+	if up {
+		state = "POWER_UP"
+	}
+	body := map[string]any{"state": []string{state}}
+	return c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/node/"+url.PathEscape(name), body, nil)
+}
+
 // DeleteNode removes a node from slurmctld (dynamic nodes). slurmctld refuses while the node
 // runs jobs ("Requested nodes are busy").
 func (c *Client) DeleteNode(ctx context.Context, name string) error {

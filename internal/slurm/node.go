@@ -29,6 +29,9 @@ type Node struct {
 	// Address is where slurmctld sends the node's messages (NodeAddr): a name it resolved once
 	// and keeps resolved, or an address set by an update.
 	Address string `json:"address"`
+	// LastBusy is when the node last ran a job, in seconds since the epoch (slurmctld's own
+	// idle clock, which power saving uses).
+	LastBusy Number `json:"last_busy"`
 }
 
 // Has reports whether the node's state holds the flag (IDLE, DRAIN, COMPLETING, …).

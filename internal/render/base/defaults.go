@@ -25,6 +25,10 @@ func WithDefaults(sc *slurmv1alpha1.SlurmCluster) *slurmv1alpha1.SlurmCluster {
 		n.Login.Service.Type = corev1.ServiceTypeLoadBalancer
 	}
 	setInt32(&n.Exporter.Size, 1)
+	autoscalingDefaults(n.Worker.Autoscaling)
+	for i := range n.NodeSets {
+		autoscalingDefaults(n.NodeSets[i].Autoscaling)
+	}
 	if n.Worker.GresAutoDetect == "" {
 		n.Worker.GresAutoDetect = slurmv1alpha1.GresAutoDetectOff
 	}
@@ -50,6 +54,14 @@ func WithDefaults(sc *slurmv1alpha1.SlurmCluster) *slurmv1alpha1.SlurmCluster {
 	setString(&im.Exporter, "slurm-k8s/exporter:24.11")
 	setString(&im.PullPolicy, string(corev1.PullIfNotPresent))
 	return out
+}
+
+// autoscalingDefaults are the CRD's defaults of an autoscaling block.
+func autoscalingDefaults(a *slurmv1alpha1.Autoscaling) {
+	if a != nil {
+		setInt32(&a.IdleTimeoutSeconds, 600)
+		setInt32(&a.ResumeTimeoutSeconds, 600)
+	}
 }
 
 func setInt32(p *int32, v int32) {

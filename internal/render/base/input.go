@@ -28,6 +28,9 @@ type Input struct {
 	// SetWorkers is how many workers of each node set to render, by set name, as Workers is for
 	// spec.slurmNodes.worker. A set missing here: its size.
 	SetWorkers map[string]int32
+	// SetPods is how many pods of each elastic set (autoscaling on) to render, by set name: the
+	// nodes Slurm has powered up, from <set>-0 on. A set missing here has a pod for every node.
+	SetPods map[string]int32
 	// NodeAddresses are the pod addresses of the cluster's Slurm nodes, by Slurm node name
 	// (controller-0, worker-3, login-1), sorted: the names users ssh to.
 	NodeAddresses []NodeAddress
@@ -75,7 +78,7 @@ func (in Input) WorkerCount() int32 {
 	if in.Workers != nil {
 		return *in.Workers
 	}
-	return in.Cluster.Spec.SlurmNodes.Worker.Size
+	return in.Cluster.Spec.SlurmNodes.Worker.NodeCount()
 }
 
 // GPUOf is the GPU shape of a worker set's workers.
@@ -94,7 +97,20 @@ func (in Input) WorkerCountOf(set slurmv1alpha1.WorkerSet) int32 {
 	if n, ok := in.SetWorkers[set.Name]; ok {
 		return n
 	}
-	return set.Worker.Size
+	return set.Worker.NodeCount()
+}
+
+// PodCountOf is how many pods of a set to render (its StatefulSet's replicas): one per node,
+// or for an elastic set the nodes Slurm has powered up (none until the operator has asked).
+func (in Input) PodCountOf(set slurmv1alpha1.WorkerSet) int32 {
+	n := in.WorkerCountOf(set)
+	if !set.Worker.Elastic() {
+		return n
+	}
+	if p, ok := in.SetPods[set.Name]; ok {
+		return min(p, n)
+	}
+	return min(n, set.Worker.Autoscaling.MinSize)
 }
 
 // WorkerSets are the cluster's worker sets (slurmNodes.worker, then the node sets).

@@ -184,6 +184,7 @@ func slurmBaseConf(in base.Input) string {
 		}
 		w.kv("JobAcctGatherFrequency", 30)
 	}
+	powerSaving(w, in)
 	w.blank()
 	w.comment("Nodes: Slurm names worker-N, addresses are the worker pods' names.")
 	if len(in.WorkerSets()) > 1 {
@@ -199,6 +200,49 @@ func slurmBaseConf(in base.Input) string {
 		w.line(partitionLine(in, p))
 	}
 	return w.String()
+}
+
+// PowerProgram is slurmctld's SuspendProgram and ResumeProgram for elastic sets: it does
+// nothing. Slurm's request is the node's state (POWERING_UP), which the operator reads.
+const PowerProgram = "/bin/true"
+
+// NeverSuspend is SuspendTime for clusters with elastic sets: a year. Slurm's automatic
+// power-down must be on for jobs to power nodes up, but which idle node goes is the operator's
+// choice (the highest-numbered first: a StatefulSet removes pods from the top).
+const NeverSuspend = 365 * 24 * 3600
+
+// SuspendTimeout is how long a node powered down stays unusable: the time its pod has to stop
+// before Slurm may power it up again.
+const SuspendTimeout = 30
+
+// powerSaving writes Slurm's power saving settings when a worker set is elastic: its nodes are
+// CLOUD nodes, powered down (idle~ in sinfo) until a job needs them.
+func powerSaving(w *writer, in base.Input) {
+	var resume int32
+	var fixed []string
+	for _, set := range in.WorkerSets() {
+		if set.Worker.Elastic() {
+			resume = max(resume, set.Worker.Autoscaling.ResumeTimeout())
+		} else if n := in.WorkerCountOf(set); n > 0 {
+			fixed = append(fixed, Range(set.Name, n))
+		}
+	}
+	if resume == 0 {
+		return
+	}
+	w.blank()
+	w.comment("Elastic node sets (autoscaling): their nodes are powered down until jobs need them. Slurm")
+	w.comment("powers up the nodes it chose (the programs do nothing: the operator reads POWERING_UP and")
+	w.comment("makes the pods); the operator powers idle nodes down, highest first, and removes their pods.")
+	w.kv("ResumeProgram", PowerProgram)
+	w.kv("SuspendProgram", PowerProgram)
+	w.kv("SuspendTime", NeverSuspend)
+	w.kv("SuspendTimeout", SuspendTimeout)
+	w.comment("A node whose pod has not registered by then is set DOWN and its job requeued.")
+	w.kv("ResumeTimeout", resume)
+	if len(fixed) > 0 {
+		w.kv("SuspendExcNodes", strings.Join(fixed, ","))
+	}
 }
 
 // anyGPU says whether a worker set has GPUs.
@@ -292,7 +336,11 @@ func nodeLine(in base.Input, set slurmv1alpha1.WorkerSet, names, hosts string, e
 			features = append(features, f)
 		}
 	}
-	parts = append(parts, "Features="+strings.Join(features, ","), "State=UNKNOWN")
+	state := "UNKNOWN"
+	if set.Worker.Elastic() {
+		state = "CLOUD" // powered down until a job needs it (powerSaving)
+	}
+	parts = append(parts, "Features="+strings.Join(features, ","), "State="+state)
 	return strings.Join(parts, " ")
 }
 

@@ -87,11 +87,12 @@ func TestFeaturesFromNodeLabelsGroupTheWorkersByTheirNodes(t *testing.T) {
 		"NodeName=worker-[0,2] NodeAddr=mixed-worker-[0,2] NodeHostname=mixed-worker-[0,2] CPUs=96 RealMemory=1007616 Gres=gpu:8 Features=worker,nvlink,ib,cx7,r1 State=UNKNOWN",
 		"NodeName=worker-1 NodeAddr=mixed-worker-1 NodeHostname=mixed-worker-1 CPUs=96 RealMemory=1007616 Gres=gpu:8 Features=worker,nvlink,ib,cx7,r2 State=UNKNOWN",
 		"NodeName=worker-3 NodeAddr=mixed-worker-3 NodeHostname=mixed-worker-3 CPUs=96 RealMemory=1007616 Gres=gpu:8 Features=worker,nvlink,ib State=UNKNOWN",
-		// The set takes the workers' keys: a100-0 is on rack r9, a100-1 on no node yet.
-		"NodeName=a100-0 NodeAddr=mixed-a100-0 NodeHostname=mixed-a100-0 CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 CoreSpecCount=4 RealMemory=495616 Gres=gpu:4 Features=a100,ib,r9 State=UNKNOWN",
-		"NodeName=a100-1 NodeAddr=mixed-a100-1 NodeHostname=mixed-a100-1 CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 CoreSpecCount=4 RealMemory=495616 Gres=gpu:4 Features=a100,ib State=UNKNOWN",
+		// The set takes the workers' keys: a100-0 is on rack r9, a100-1 … a100-3 on no node
+		// (the elastic set's powered-down nodes have no pod).
+		"NodeName=a100-0 NodeAddr=mixed-a100-0 NodeHostname=mixed-a100-0 CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 CoreSpecCount=4 RealMemory=495616 Gres=gpu:4 Features=a100,ib,r9 State=CLOUD",
+		"NodeName=a100-[1-3] NodeAddr=mixed-a100-[1-3] NodeHostname=mixed-a100-[1-3] CPUs=128 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 CoreSpecCount=4 RealMemory=495616 Gres=gpu:4 Features=a100,ib State=CLOUD",
 		// Partitions still name every node, whatever lines they are on.
-		"PartitionName=gpu Nodes=worker-[0-3],a100-[0-1] Default=YES",
+		"PartitionName=gpu Nodes=worker-[0-3],a100-[0-3] Default=YES",
 	} {
 		if !strings.Contains(conf, want+"\n") && !strings.Contains(conf, want+" ") {
 			t.Errorf("slurm.conf lacks %q:\n%s", want, conf)

@@ -39,7 +39,7 @@ func Service(in base.Input) *corev1.Service {
 // pod has an address); a reconfigure made without some is made again once they resolve. A
 // failed reconfigure is retried on the next look.
 const ReconfigureScript = `unresolved() {
-  sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p' /etc/slurm/*.conf | while read -r addrs; do
+  sed -n '/State=CLOUD/!s/.*NodeAddr=\([^ ]*\).*/\1/p' /etc/slurm/*.conf | while read -r addrs; do
     for a in $(scontrol show hostnames "$addrs"); do getent hosts "$a" >/dev/null || echo "$a"; done
   done
 }

@@ -109,6 +109,9 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 	)
 
 	env := base.NodeNameEnv(set.Name)
+	if set.Worker.Elastic() {
+		env = append(env, ElasticSlurmdEnv)
+	}
 	slurmd := base.Container(sc, corev1.Container{
 		Name:  "slurmd",
 		Image: set.Image,
@@ -173,7 +176,7 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	requireNodeLabels(&pod, gpu.RequireLabels)
 	p := base.StatefulSetParams{
-		Component: comp, Replicas: in.WorkerCountOf(set), Pod: pod, SpoolClaim: spoolClaim, OnDelete: true,
+		Component: comp, Replicas: in.PodCountOf(set), Pod: pod, SpoolClaim: spoolClaim, OnDelete: true,
 		PodAnnotations: maps.Clone(spec.PodAnnotations),
 	}
 	if !set.Default() {
@@ -284,8 +287,15 @@ done
 if printf '%s\n' "$line" | grep -qF 'Reason=` + slurmfacts.DrainPodStopping + ` ['; then
   scontrol update nodename="$node" state=resume && echo "lifted the drain this pod set when it stopped"
 fi
-exec slurmd -D -N "$node" --conf-server "$SLURM_CONF_SERVER"
+exec slurmd -D -N "$node" --conf-server "$SLURM_CONF_SERVER" $SLURMD_BOOT_FLAG
 `
+
+// ElasticSlurmdEnv makes an elastic set's slurmd report its node booted when slurmd started
+// (slurmd -b). A pod shares its host's kernel, whose uptime is the Kubernetes node's: slurmctld
+// ignores a powering-up node whose reported boot is older than the power-up request, so
+// without it no node Slurm powers up would ever register. slurmd keeps the time across its
+// re-execs (SLURMD_BOOT_TIME).
+var ElasticSlurmdEnv = corev1.EnvVar{Name: "SLURMD_BOOT_FLAG", Value: "-b"}
 
 // PAMDir is where the worker image keeps its PAM files for sshd (images/worker/pam).
 const PAMDir = "/opt/slurm-operator/pam"
@@ -362,7 +372,8 @@ case "$state" in ""|*'*'*|*NOT_RESPONDING*|UNKNOWN*|FUTURE*) echo "node $SLURM_N
 //
 // Only an answer from slurmctld that lists no job ends the wait early, or one that does not list
 // the node at all (a scale-down removed it from slurm.conf before the pod stopped: nothing can
-// run on it). When slurmctld does not answer (it is being rescheduled too, say, in the same node
+// run on it), or one that says Slurm powered it down (an elastic set's idle node: a drain would
+// outlast the power-down and keep the node from jobs when Slurm powers it up again). When slurmctld does not answer (it is being rescheduled too, say, in the same node
 // drain), squeue prints nothing and fails: that is not "idle", so the node itself is asked
 // instead: a job step on it has a slurmstepd in this container. The drain is tried again until
 // slurmctld takes it. The kubelet's grace period bounds the wait either way.
@@ -375,6 +386,7 @@ while :; do
     state=$(printf '%s\n' "$line" | sed -n 's/.* State=\([^ ]*\).*/\1/p')
     case "$state" in
       "") echo "slurmctld does not answer; asking this node for job steps" ;;
+      *POWERING_DOWN*|*POWERED_DOWN*) echo "Slurm powered node $node down: no job runs here"; break ;;
       *DRAIN*|*DOWN*|*FAIL*) drained=1 ;;
       *) scontrol update nodename="$node" state=drain reason="` + slurmfacts.DrainPodStopping + `" && drained=1 ;;
     esac

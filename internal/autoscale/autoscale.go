@@ -1,0 +1,108 @@
+// Package autoscale decides an elastic worker set's pods from slurmctld's node states: Slurm
+// chooses which nodes a job needs and powers them up (POWERING_UP); the set's StatefulSet gets
+// a pod for every node up to the highest one that is up or powering up; the idle nodes at the
+// top are powered down and their pods removed once their idle time has passed. The decision is
+// pure: the controller and the real-Slurm test carry it out.
+package autoscale
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+)
+
+// Set is an elastic set as the decision sees it.
+type Set struct {
+	// Name is the set's name: its nodes are Name-0 … Name-(MaxSize-1).
+	Name string
+	// MinSize nodes always have a pod; MaxSize nodes are in slurm.conf.
+	MinSize, MaxSize int32
+	// IdleTimeout is how long a node runs no job before it is powered down.
+	IdleTimeout time.Duration
+}
+
+// Plan is what to do now.
+type Plan struct {
+	// Pods is the set's StatefulSet replicas: a pod for each of Name-0 … Name-(Pods-1).
+	Pods int32
+	// PowerUp are nodes below Pods that Slurm holds powered down with no job: they are asked
+	// up before their pods start, so that slurmctld expects them (a pod of a node Slurm did not
+	// power up sits between a Slurm-chosen node and the top, or within MinSize). A node Slurm
+	// allocated to a job is left to Slurm, which powers it up itself.
+	PowerUp []string
+	// PowerDown are the idle nodes at the top whose idle time has passed, highest first: Slurm
+	// powers them down (once they run nothing), and a later plan removes their pods.
+	PowerDown []string
+	// Up, PoweringUp and Down count the set's nodes: powered up, powering up, powered down (or
+	// powering down).
+	Up, PoweringUp, Down int
+}
+
+// NodeName is the set's i-th Slurm node.
+func (s Set) NodeName(i int32) string { return fmt.Sprintf("%s-%d", s.Name, i) }
+
+// Off says whether Slurm holds the node powered down, or powering down, with nothing on it:
+// its pod may go. A powered-down node with a job (allocated, its power-up a moment away) is
+// not off.
+func Off(n slurm.Node) bool {
+	return (n.Has("POWERED_DOWN") || n.Has("POWERING_DOWN")) && !n.Busy()
+}
+
+// Decide plans the set from slurmctld's answer (nodes, by name) at now. A node missing from the
+// answer is kept with its pod (pods stays at least as high as it): a node Slurm does not account
+// for may run jobs. pods is the StatefulSet's current replicas.
+func Decide(s Set, nodes map[string]slurm.Node, pods int32, now time.Time) Plan {
+	var p Plan
+	var top int32 // one above the highest node that needs a pod
+	for i := int32(0); i < s.MaxSize; i++ {
+		n, listed := nodes[s.NodeName(i)]
+		switch {
+		case !listed:
+			if i < pods {
+				top = i + 1
+			}
+			continue
+		case n.Has("POWERING_UP"):
+			p.PoweringUp++
+		case Off(n):
+			p.Down++
+		default:
+			p.Up++
+		}
+		if i < s.MinSize || !Off(n) {
+			top = i + 1
+		}
+	}
+	p.Pods = top
+	for i := int32(0); i < p.Pods; i++ {
+		if n, ok := nodes[s.NodeName(i)]; ok && Off(n) && !n.Has("POWERING_DOWN") && !n.Has("POWER_UP") {
+			p.PowerUp = append(p.PowerUp, s.NodeName(i))
+		}
+	}
+	// Power down from the top while the nodes there have been idle long enough: a node that
+	// runs a job, or went idle lately, keeps every node below it (a StatefulSet removes pods
+	// from the highest ordinal only).
+	for i := p.Pods - 1; i >= s.MinSize; i-- {
+		n := nodes[s.NodeName(i)]
+		if !idleSince(n, now.Add(-s.IdleTimeout)) {
+			break
+		}
+		p.PowerDown = append(p.PowerDown, s.NodeName(i))
+	}
+	return p
+}
+
+// idleSince says whether the node is up, takes jobs, runs none and has run none since the time
+// given (by Slurm's own clock of its last job): it may be powered down. A drained or down node
+// is left as it is (an admin's drain, a failed node to look at); so is one already asked down.
+func idleSince(n slurm.Node, since time.Time) bool {
+	if n.Name == "" || !n.Has("IDLE") || n.Busy() || n.Down() || n.Has("DRAIN") || n.Has("FAIL") ||
+		n.Has("POWERING_UP") || n.Has("POWER_DOWN") || n.Has("POWERING_DOWN") || n.Has("POWERED_DOWN") || n.Has("RESERVED") {
+		return false
+	}
+	if !n.LastBusy.Set || n.LastBusy.Number == 0 {
+		return false
+	}
+	return time.Unix(n.LastBusy.Number, 0).Before(since)
+}

@@ -1,0 +1,86 @@
+package autoscale
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+)
+
+var t0 = time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+
+func node(name string, idleFor time.Duration, state ...string) slurm.Node {
+	return slurm.Node{Name: name, State: state, LastBusy: slurm.Number{Set: true, Number: t0.Add(-idleFor).Unix()}}
+}
+
+func nodes(ns ...slurm.Node) map[string]slurm.Node {
+	m := map[string]slurm.Node{}
+	for _, n := range ns {
+		m[n.Name] = n
+	}
+	return m
+}
+
+func TestDecide(t *testing.T) {
+	set := Set{Name: "worker", MinSize: 0, MaxSize: 4, IdleTimeout: time.Minute}
+	off := []string{"IDLE", "CLOUD", "POWERED_DOWN"}
+	cases := []struct {
+		name      string
+		set       Set
+		nodes     map[string]slurm.Node
+		pods      int32
+		wantPods  int32
+		powerUp   []string
+		powerDown []string
+	}{
+		{name: "all powered down: no pod", set: set,
+			nodes: nodes(node("worker-0", 0, off...), node("worker-1", 0, off...), node("worker-2", 0, off...), node("worker-3", 0, off...))},
+		{name: "minSize nodes get pods and are asked up", set: Set{Name: "worker", MinSize: 2, MaxSize: 4, IdleTimeout: time.Minute},
+			nodes:    nodes(node("worker-0", 0, off...), node("worker-1", 0, off...), node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 2, powerUp: []string{"worker-0", "worker-1"}},
+		{name: "Slurm powers up two nodes for a job: both get pods", set: set,
+			nodes: nodes(node("worker-0", 0, "IDLE", "CLOUD", "POWERING_UP", "NOT_RESPONDING"), node("worker-1", 0, "IDLE", "CLOUD", "POWERING_UP", "NOT_RESPONDING"),
+				node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 2},
+		{name: "nodes Slurm allocated while powered down get pods, and are left to Slurm to power up", set: set,
+			nodes: nodes(node("worker-0", 0, "MIXED", "CLOUD", "POWERED_DOWN"), node("worker-1", 0, "MIXED", "CLOUD", "POWERED_DOWN"),
+				node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 2},
+		{name: "a node Slurm chose above a powered-down one: the hole is asked up too", set: set, pods: 1,
+			nodes:    nodes(node("worker-0", 0, "ALLOCATED", "CLOUD"), node("worker-1", 0, off...), node("worker-2", 0, "IDLE", "CLOUD", "POWERING_UP"), node("worker-3", 0, off...)),
+			wantPods: 3, powerUp: []string{"worker-1"}},
+		{name: "idle past the timeout at the top: powered down, highest first", set: set, pods: 3,
+			nodes:    nodes(node("worker-0", 5*time.Minute, "IDLE", "CLOUD"), node("worker-1", 2*time.Minute, "IDLE", "CLOUD"), node("worker-2", 2*time.Minute, "IDLE", "CLOUD"), node("worker-3", 0, off...)),
+			wantPods: 3, powerDown: []string{"worker-2", "worker-1", "worker-0"}},
+		{name: "a busy node keeps the idle ones below it", set: set, pods: 3,
+			nodes:    nodes(node("worker-0", 5*time.Minute, "IDLE", "CLOUD"), node("worker-1", 0, "ALLOCATED", "CLOUD"), node("worker-2", 5*time.Minute, "IDLE", "CLOUD"), node("worker-3", 0, off...)),
+			wantPods: 3, powerDown: []string{"worker-2"}},
+		{name: "a node idle for less than the timeout stays", set: set, pods: 2,
+			nodes:    nodes(node("worker-0", 5*time.Minute, "IDLE", "CLOUD"), node("worker-1", 30*time.Second, "IDLE", "CLOUD"), node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 2},
+		{name: "powering down with nothing on it: its pod goes", set: set, pods: 2,
+			nodes:    nodes(node("worker-0", 5*time.Minute, "IDLE", "CLOUD"), node("worker-1", 0, "IDLE", "CLOUD", "POWERING_DOWN"), node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 1, powerDown: []string{"worker-0"}},
+		{name: "an admin's drain is never powered down, nor the nodes below it", set: set, pods: 2,
+			nodes:    nodes(node("worker-0", 5*time.Minute, "IDLE", "CLOUD"), node("worker-1", 5*time.Minute, "IDLE", "DRAIN", "CLOUD"), node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 2},
+		{name: "minSize nodes are never powered down", set: Set{Name: "worker", MinSize: 1, MaxSize: 4, IdleTimeout: time.Minute}, pods: 2,
+			nodes:    nodes(node("worker-0", 5*time.Minute, "IDLE", "CLOUD"), node("worker-1", 5*time.Minute, "IDLE", "CLOUD"), node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 2, powerDown: []string{"worker-1"}},
+		{name: "a node missing from Slurm's answer keeps its pod", set: set, pods: 3,
+			nodes:    nodes(node("worker-0", 0, off...), node("worker-1", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 3, powerUp: []string{"worker-0", "worker-1"}},
+		{name: "a resume that timed out (DOWN, powered down) gets no pod", set: set, pods: 2,
+			nodes:    nodes(node("worker-0", 0, "IDLE", "CLOUD", "POWERING_UP"), node("worker-1", 0, "DOWN", "CLOUD", "POWERED_DOWN"), node("worker-2", 0, off...), node("worker-3", 0, off...)),
+			wantPods: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Decide(c.set, c.nodes, c.pods, t0)
+			if p.Pods != c.wantPods || !slices.Equal(p.PowerUp, c.powerUp) || !slices.Equal(p.PowerDown, c.powerDown) {
+				t.Errorf("Decide = pods %d, up %v, down %v; want pods %d, up %v, down %v", p.Pods, p.PowerUp, p.PowerDown, c.wantPods, c.powerUp, c.powerDown)
+			}
+		})
+	}
+}
