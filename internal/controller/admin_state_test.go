@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -62,6 +63,11 @@ func (a *adminSlurm) SetAddress(_ context.Context, name, address string) error {
 		}
 	}
 	return nil
+}
+
+// SetPower is not asked: these specs have no elastic set.
+func (a *adminSlurm) SetPower(context.Context, string, bool) error {
+	return errors.New("no elastic set here: SetPower is not expected")
 }
 
 func (a *adminSlurm) calls() ([]string, []string) {

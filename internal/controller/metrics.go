@@ -76,10 +76,14 @@ var (
 		Name: "slurm_operator_active_check_next_run_timestamp_seconds",
 		Help: "When the active check that drained a worker runs on it again (seconds since the epoch); a series per worker an active check holds drained.",
 	}, []string{"namespace", "slurmcluster", "check", "node"})
+	elasticNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slurm_operator_elastic_nodes",
+		Help: "Nodes of each elastic worker set (autoscaling) by Slurm's power state: up, powering_up, powered_down (powering down included).",
+	}, []string{"namespace", "slurmcluster", "set", "power"})
 )
 
 var operatorMetrics = []prometheus.Collector{phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
-	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince, checkNextRun, backupLastSchedule, backupLastSuccess}
+	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince, checkNextRun, backupLastSchedule, backupLastSuccess, elasticNodes}
 
 func init() {
 	metrics.Registry.MustRegister(operatorMetrics...)
@@ -133,10 +137,10 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 	if o.scalingDecided {
 		leaving, waited := 0.0, 0.0
 		if o.scaling.active {
-			leaving = float64(o.scaling.replicas - sc.Spec.SlurmNodes.Worker.Size)
+			leaving = float64(o.scaling.replicas - sc.Spec.SlurmNodes.Worker.NodeCount())
 			for _, set := range sc.WorkerSets()[1:] {
-				if n, ok := o.scaling.sets[set.Name]; ok && n > set.Worker.Size {
-					leaving += float64(n - set.Worker.Size)
+				if n, ok := o.scaling.sets[set.Name]; ok && n > set.Worker.NodeCount() {
+					leaving += float64(n - set.Worker.NodeCount())
 				}
 			}
 			if c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionScalingDown); c != nil && c.Status == "True" {
@@ -157,6 +161,14 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 	}
 	if !o.childrenUnknown {
 		strandedWorkers.WithLabelValues(ns, name).Set(float64(len(o.stranded)))
+	}
+	if o.scalingDecided {
+		elasticNodes.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
+		for set, p := range o.power {
+			elasticNodes.WithLabelValues(ns, name, set, "up").Set(float64(p.Up))
+			elasticNodes.WithLabelValues(ns, name, set, "powering_up").Set(float64(p.PoweringUp))
+			elasticNodes.WithLabelValues(ns, name, set, "powered_down").Set(float64(p.Down))
+		}
 	}
 	populated := 0.0
 	if meta.IsStatusConditionTrue(st.Conditions, slurmv1alpha1.ConditionJailPopulated) {
@@ -205,4 +217,5 @@ func forgetCluster(ns, name string) {
 	}
 	checkFailingSince.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 	checkNextRun.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
+	elasticNodes.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 }

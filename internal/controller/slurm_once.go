@@ -51,3 +51,12 @@ func (c *slurmOnce) ResumeIfOwned(ctx context.Context, name string) (bool, error
 	observeSlurm("resume", time.Since(start), err)
 	return ok, err
 }
+
+// SetPower changes a node's power state: the next question asks again.
+func (c *slurmOnce) SetPower(ctx context.Context, name string, up bool) error {
+	c.fetched = false
+	start := time.Now()
+	err := c.api.SetPower(ctx, name, up)
+	observeSlurm("set-power", time.Since(start), err)
+	return err
+}

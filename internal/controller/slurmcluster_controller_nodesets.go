@@ -60,7 +60,7 @@ func isWorkerNode(sc *slurmv1alpha1.SlurmCluster, name string) bool {
 // is leaving).
 func withinSize(sc *slurmv1alpha1.SlurmCluster, name string) bool {
 	set, i, ok := splitNodeName(sc, name)
-	return ok && i < int(set.Worker.Size)
+	return ok && i < int(set.Worker.NodeCount())
 }
 
 // workerPodName is the pod of a worker's Slurm node name ("" when it names no worker).

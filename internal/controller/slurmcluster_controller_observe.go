@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
+	"github.com/slurm-k8s/slurm-operator/internal/autoscale"
 	"github.com/slurm-k8s/slurm-operator/internal/gpu"
 	"github.com/slurm-k8s/slurm-operator/internal/render"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
@@ -49,6 +50,10 @@ type observed struct {
 	upgradeDecided bool
 	// slurmNodes is Slurm's node list, when this reconcile asked slurmctld.
 	slurmNodes []slurm.Node
+	// power is each elastic set's plan, by set, when Slurm was asked; elastic says that the
+	// cluster has an elastic set whose pods follow Slurm.
+	power   map[string]autoscale.Plan
+	elastic bool
 	// checksDecided is true when the active checks' phase ran: activeChecks is then the
 	// status.activeChecks to write, and nextCheck holds when a check runs again on each worker
 	// that check drained.

@@ -171,6 +171,10 @@ func (r *SlurmClusterReconciler) runPhases(ctx context.Context, s *reconcileScop
 // node list per look costs slurmctld about 33 ms at 1,000 nodes (docs/performance.md).
 const DefaultSlurmPollInterval = 15 * time.Second
 
+// ElasticPollInterval is how often a cluster with an elastic set (autoscaling) is looked at:
+// the longest a node Slurm powers up for a job waits for the operator to make its pod.
+const ElasticPollInterval = 5 * time.Second
+
 // result is when to look again after a reconcile that returned no error.
 func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 	f := s.facts
@@ -186,7 +190,16 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 		if poll == 0 {
 			poll = DefaultSlurmPollInterval
 		}
+		if len(f.power) > 0 {
+			// Slurm's power-ups reach the operator only as node states: a waiting job's pods
+			// are made within ElasticPollInterval.
+			poll = min(poll, ElasticPollInterval)
+		}
 		return ctrl.Result{RequeueAfter: poll}
+	case f.elastic:
+		// An elastic set follows Slurm's node states, which no Kubernetes event announces: keep
+		// asking until slurmctld answers.
+		return ctrl.Result{RequeueAfter: DefaultSlurmPollInterval}
 	case !f.settled() || f.databaseErr != "" || f.priorityClassMissing != "":
 		// Pods, load balancers and Jobs change without touching our objects' specs, and the
 		// database password's Secret and PriorityClasses are not watched: look again.
@@ -200,7 +213,7 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 func (r *SlurmClusterReconciler) renderChildren(ctx context.Context, s *reconcileScope) error {
 	workers := s.facts.scaling.replicas
 	in := base.Input{Cluster: s.desired, Workers: &workers, Keys: s.keys, ClusterDomain: r.ClusterDomain, GPU: s.facts.gpu.GPU, Operator: r.Operator,
-		SetWorkers: s.facts.scaling.sets}
+		SetWorkers: s.facts.scaling.sets, SetPods: s.facts.scaling.pods}
 	for set, g := range s.facts.setGPUs {
 		if in.SetGPUs == nil {
 			in.SetGPUs = map[string]base.GPU{}

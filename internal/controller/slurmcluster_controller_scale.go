@@ -26,6 +26,7 @@ type SlurmAPI interface {
 	Drain(ctx context.Context, name, why string) error
 	ResumeIfOwned(ctx context.Context, name string) (bool, error)
 	SetAddress(ctx context.Context, name, address string) error
+	SetPower(ctx context.Context, name string, up bool) error
 }
 
 // SlurmClientFunc returns the Slurm client of a cluster, given its JWT key.
@@ -38,6 +39,8 @@ type scaling struct {
 	replicas int32
 	// sets is replicas for each node set, by set.
 	sets map[string]int32
+	// pods is the pod count of each elastic set, by set (replicas and sets count its nodes).
+	pods map[string]int32
 	// active is true while a scale-down waits; reason and message go into ScalingDown.
 	active          bool
 	reason, message string
@@ -71,6 +74,18 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, s *reconcileSc
 			s.facts.scalingDecided = false
 			return err
 		}
+		if set.Worker.Elastic() {
+			// An elastic set's pods are its plan's; while maxSize shrinks below them (the
+			// generic drain-first path), one per node.
+			pods, ok := p.pods[set.Name]
+			if !ok {
+				pods = p.replicas
+			}
+			if plan.pods == nil {
+				plan.pods = map[string]int32{}
+			}
+			plan.pods[set.Name] = pods
+		}
 		if set.Default() {
 			plan.replicas = p.replicas
 		} else {
@@ -100,7 +115,7 @@ func (r *SlurmClusterReconciler) planWorkers(ctx context.Context, s *reconcileSc
 // every one of them is drained and idle, or down. When Slurm cannot be asked, nothing shrinks
 // (fail closed).
 func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, set slurmv1alpha1.WorkerSet, api SlurmAPI, prev *slurmv1alpha1.SlurmClusterStatus, o *observed) (scaling, error) {
-	want := set.Worker.Size
+	want := set.Worker.NodeCount()
 	live := &appsv1.StatefulSet{}
 	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.WorkerSetStatefulSetName(set.Name)}, live)
 	if err != nil {
@@ -109,6 +124,9 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 	current := int32(0)
 	if found && live.Spec.Replicas != nil {
 		current = *live.Spec.Replicas
+	}
+	if set.Worker.Elastic() && current <= want {
+		return r.decideElastic(ctx, set, api, current, o)
 	}
 	if current <= want {
 		return scaling{replicas: want}, nil

@@ -148,13 +148,17 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonControllerUnavailable, ctlMsg)
 	case !jailOK:
 		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonJailNotPopulated, "waiting for the jail to be populated")
-	case o.worker == nil || o.worker.Status.ReadyReplicas == 0 && nodes.Worker.Size > 0:
+	case o.worker == nil || o.worker.Status.ReadyReplicas == 0 && nodes.Worker.Size > 0 && !nodes.Worker.Elastic():
 		set(slurmv1alpha1.ConditionAvailable, false, slurmv1alpha1.ReasonNoWorkerReady, "no worker is ready yet")
 	default:
 		set(slurmv1alpha1.ConditionAvailable, true, slurmv1alpha1.ReasonClusterReady, "slurmctld is up and workers are ready")
 	}
 
 	st.Workers.Desired = nodes.Worker.Size
+	if nodes.Worker.Elastic() {
+		// Slurm sizes the set: the pods it has powered up (or wants) are the desired count.
+		st.Workers.Desired = o.scaling.pods[slurmv1alpha1.DefaultNodeSet]
+	}
 	if !o.childrenUnknown {
 		st.Workers.Replicas, st.Workers.Ready = 0, 0
 	}
@@ -167,6 +171,9 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		st.NodeSets = nil
 		for _, ws := range sc.WorkerSets()[1:] {
 			ns := slurmv1alpha1.NodeSetStatus{Name: ws.Name, Desired: ws.Worker.Size}
+			if ws.Worker.Elastic() {
+				ns.Desired = o.scaling.pods[ws.Name]
+			}
 			if sts := o.nodeSets[ws.Name]; sts != nil {
 				ns.Replicas, ns.Ready = sts.Status.Replicas, sts.Status.ReadyReplicas
 			}
