@@ -225,6 +225,7 @@ func (c *SlurmCluster) WithLeavingNodeSets(recorded []string) []string {
 			continue
 		}
 		ns.Size = 0
+		ns.Autoscaling = nil // a leaving set drains to no node, elastic or not
 		c.Spec.SlurmNodes.NodeSets = append(c.Spec.SlurmNodes.NodeSets, ns)
 		added = append(added, ns.Name)
 	}

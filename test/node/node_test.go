@@ -399,6 +399,10 @@ chmod 755 /usr/local/bin/step-look`)
 		e.with(t).checkNodeSet()
 	})
 
+	t.Run("an elastic node set shows its two nodes powered down with no pod, runs a two-node job from zero on pods the operator makes, and removes them once idle", func(t *testing.T) {
+		e.with(t).checkElasticNodeSet()
+	})
+
 	t.Run("scale 2 → 4 → 2 where only three fit: worker-3 is reported Pending with the scheduler's reason, then both leave at once; the job on worker-1 completes", func(t *testing.T) {
 		e.with(t).checkScalePastWhatFits()
 	})

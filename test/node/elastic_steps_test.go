@@ -1,0 +1,117 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// checkElasticNodeSet adds an elastic CPU-only node set (autoscaling from 0 to 2 nodes) with a
+// partition of its own: both nodes show in sinfo powered down with no pod; a two-node job makes
+// Slurm power both up, the operator makes both pods on the kubelet and the job runs on them;
+// once idle past the timeout both are powered down and their pods removed; then the set is
+// removed. No other pod is replaced or restarted on the way.
+func (e *env) checkElasticNodeSet() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 0; i < 2; i++ {
+		pv := fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: %[1]s-burst-spool-%[4]d}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: node-local
+  claimRef: {namespace: %[2]s, name: spool-%[1]s-burst-%[4]d}
+  hostPath: {path: %[3]s, type: DirectoryOrCreate}
+`, cluster, ns, hostVolume(fmt.Sprintf("burst-spool-%d", i)), i)
+		if out, err := e.run(ctx, pv, filepath.Join(e.assets, "kubectl"), "apply", "-f", "-"); err != nil {
+			e.t.Fatalf("the set's spool volume: %v: %s", err, out)
+		}
+	}
+	orig := e.kubectlOK("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.spec.slurmConfig.partitions}")
+	var partitions []map[string]any
+	if err := json.Unmarshal([]byte(orig), &partitions); err != nil {
+		e.t.Fatalf("partitions %q: %v", orig, err)
+	}
+	withBurst, _ := json.Marshal(append(partitions, map[string]any{"name": "burst", "nodeSets": []string{"burst"}}))
+	before := e.podsSnapshot()
+
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"nodeSets":[{"name":"burst","size":0,"gpu":0,`+
+		`"autoscaling":{"enabled":true,"minSize":0,"maxSize":2,"idleTimeoutSeconds":20,"resumeTimeoutSeconds":300},`+
+		`"resources":{"requests":{"cpu":"50m","memory":"256Mi"},"limits":{"cpu":"1","memory":"3Gi"}}}]},"slurmConfig":{"partitions":`+string(withBurst)+`}}}`)
+	removePatch := `{"spec":{"slurmNodes":{"nodeSets":null},"slurmConfig":{"partitions":` + orig + `}}}`
+	pods := func() string {
+		out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "slurm.hpc.dev/node-set=burst", "-o", "name")
+		return strings.TrimSpace(out)
+	}
+	gone := func() (bool, string) {
+		sts, _ := e.kubectl("get", "statefulset", cluster+"-burst", "-n", ns)
+		nodes, _ := e.sshErr(e.login, "sinfo -h -N -o %N | sort -u")
+		return strings.Contains(sts, "NotFound") && !strings.Contains(nodes, "burst-"), sts + nodes
+	}
+	removed := false
+	defer func() {
+		if removed {
+			return
+		}
+		_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", removePatch)
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+			if ok, _ := gone(); ok {
+				return
+			}
+		}
+	}()
+	// 1. The capacity, with no pod.
+	e.waitFor(3*time.Minute, "burst-0 and burst-1 powered down in partition burst", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "sinfo -h -p burst -N -o '%N %t' | sort -u")
+		return strings.TrimSpace(out) == "burst-0 idle~\nburst-1 idle~", out
+	})
+	if p := pods(); p != "" {
+		e.t.Fatalf("pods of the elastic set before any job:\n%s", p)
+	}
+	if out, err := e.sshErr(e.login, "sbatch -p burst -N3 --wrap true"); err == nil || !strings.Contains(out, "Requested node configuration is not available") {
+		e.t.Errorf("sbatch -N3 on a set of at most two: %v\n%s", err, out)
+	}
+	// 2. A two-node job from zero pods.
+	submitted := time.Now()
+	job := strings.TrimSpace(e.onLogin("sbatch --parsable -p burst -N2 -o /tmp/burst-%j.out --wrap 'srun hostname'"))
+	e.waitFor(5*time.Minute, "job "+job+" running on both nodes", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "squeue -h -j "+job+" -o '%T %N'")
+		return strings.TrimSpace(out) == "RUNNING burst-[0-1]" || strings.Contains(e.sacctState(job), "COMPLETED"), out + pods()
+	})
+	e.t.Logf("elastic set: sbatch -N2 from zero pods to running: %.1fs", time.Since(submitted).Seconds())
+	e.waitJobInSacct(job, "COMPLETED")
+	// 3. Idle past the timeout: powered down, pods removed.
+	e.waitFor(3*time.Minute, "both burst pods removed and both nodes powered down", func() (bool, string) {
+		out, _ := e.sshErr(e.login, "sinfo -h -p burst -N -o '%N %t' | sort -u")
+		p := pods()
+		return p == "" && strings.TrimSpace(out) == "burst-0 idle~\nburst-1 idle~", out + p
+	})
+	e.t.Logf("elastic set: sbatch to both pods removed and both nodes powered down (idle timeout 20 s, SuspendTimeout 30 s): %.1fs", time.Since(submitted).Seconds())
+	for _, n := range []string{"burst-0", "burst-1"} {
+		if out := e.onLogin("scontrol show node " + n); strings.Contains(out, "DRAIN") {
+			e.t.Errorf("%s is drained after its power-down:\n%s", n, out)
+		}
+	}
+	// 4. The set removed.
+	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", removePatch)
+	removed = true
+	e.waitFor(3*time.Minute, "the set's StatefulSet gone and its nodes gone from sinfo", gone)
+	after := e.podsSnapshot()
+	for name, was := range before {
+		if after[name] != was {
+			e.t.Errorf("pod %s was replaced or restarted: %q, then %q", name, was, after[name])
+		}
+	}
+}
+
+// sacctState is the job's state in sacct ("" when sacct does not answer).
+func (e *env) sacctState(id string) string {
+	out, _ := e.sshErr(e.login, "sacct -n -X -P -o State -j "+id)
+	return strings.TrimSpace(out)
+}
