@@ -34,9 +34,10 @@ type Plan struct {
 	// PowerDown are the idle nodes at the top whose idle time has passed, highest first: Slurm
 	// powers them down (once they run nothing), and a later plan removes their pods.
 	PowerDown []string
-	// Up, PoweringUp and Down count the set's nodes: powered up, powering up, powered down (or
-	// powering down).
-	Up, PoweringUp, Down int
+	// Up, PoweringUp, Down and Failed count the set's nodes: powered up, powering up, powered
+	// down (or powering down), and powered down and DOWN (a resume that timed out, or an
+	// admin's down), which Slurm will not power up until the node is resumed.
+	Up, PoweringUp, Down, Failed int
 }
 
 // NodeName is the set's i-th Slurm node.
@@ -65,6 +66,8 @@ func Decide(s Set, nodes map[string]slurm.Node, pods int32, now time.Time) Plan 
 			continue
 		case n.Has("POWERING_UP"):
 			p.PoweringUp++
+		case Off(n) && n.Has("DOWN"):
+			p.Failed++
 		case Off(n):
 			p.Down++
 		default:

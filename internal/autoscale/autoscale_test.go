@@ -78,9 +78,21 @@ func TestDecide(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := Decide(c.set, c.nodes, c.pods, t0)
+			if n := p.Up + p.PoweringUp + p.Down + p.Failed; n != len(c.nodes) {
+				t.Errorf("the counts %+v cover %d nodes of %d", p, n, len(c.nodes))
+			}
 			if p.Pods != c.wantPods || !slices.Equal(p.PowerUp, c.powerUp) || !slices.Equal(p.PowerDown, c.powerDown) {
 				t.Errorf("Decide = pods %d, up %v, down %v; want pods %d, up %v, down %v", p.Pods, p.PowerUp, p.PowerDown, c.wantPods, c.powerUp, c.powerDown)
 			}
 		})
+	}
+}
+
+func TestDecideCountsAFailedResumeApart(t *testing.T) {
+	set := Set{Name: "worker", MaxSize: 3, IdleTimeout: time.Minute}
+	p := Decide(set, nodes(node("worker-0", 0, "IDLE", "CLOUD"), node("worker-1", 0, "DOWN", "CLOUD", "POWERED_DOWN"),
+		node("worker-2", 0, "IDLE", "CLOUD", "POWERED_DOWN")), 1, t0)
+	if p.Up != 1 || p.Failed != 1 || p.Down != 1 || p.PoweringUp != 0 {
+		t.Errorf("counts %+v; want one up, one failed, one powered down", p)
 	}
 }

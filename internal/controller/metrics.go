@@ -78,7 +78,7 @@ var (
 	}, []string{"namespace", "slurmcluster", "check", "node"})
 	elasticNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "slurm_operator_elastic_nodes",
-		Help: "Nodes of each elastic worker set (autoscaling) by Slurm's power state: up, powering_up, powered_down (powering down included).",
+		Help: "Nodes of each elastic worker set (autoscaling) by Slurm's power state: up, powering_up, powered_down (powering down included), resume_failed (powered down and DOWN: a resume that timed out, until an admin resumes the node).",
 	}, []string{"namespace", "slurmcluster", "set", "power"})
 )
 
@@ -168,6 +168,7 @@ func observeCluster(sc *slurmv1alpha1.SlurmCluster, st slurmv1alpha1.SlurmCluste
 			elasticNodes.WithLabelValues(ns, name, set, "up").Set(float64(p.Up))
 			elasticNodes.WithLabelValues(ns, name, set, "powering_up").Set(float64(p.PoweringUp))
 			elasticNodes.WithLabelValues(ns, name, set, "powered_down").Set(float64(p.Down))
+			elasticNodes.WithLabelValues(ns, name, set, "resume_failed").Set(float64(p.Failed))
 		}
 	}
 	populated := 0.0

@@ -48,7 +48,7 @@ func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, set slurmv1a
 	}
 	if plan.Pods != current {
 		log.FromContext(ctx).Info("elastic set follows Slurm's power states", "set", set.Name, "pods", fmt.Sprintf("%d → %d", current, plan.Pods),
-			"up", plan.Up, "poweringUp", plan.PoweringUp, "poweredDown", plan.Down)
+			"up", plan.Up, "poweringUp", plan.PoweringUp, "poweredDown", plan.Down, "resumeFailed", plan.Failed)
 	}
 	if o.power == nil {
 		o.power = map[string]autoscale.Plan{}
