@@ -173,7 +173,8 @@ func startClusterWith(t testing.TB, ctx context.Context, r rendered, workers int
 	edit(&cfg)
 	// The controller's script makes an empty file where gres.conf includes each worker's own
 	// (slurmctld.EmptyNodeGresConf): slurmctld reads gres.conf's includes too.
-	empty := map[string][]byte{slurmfacts.NodeGresConf: nil}
+	// (slurmctld.EmptyNodeGresConf links it to the config's ControllerGresConf where it has one).
+	empty := map[string][]byte{slurmfacts.NodeGresConf: r.files[slurmconf.ControllerGresConf]}
 	cfg.Controller.RunFiles = empty
 	if cfg.BackupController != nil {
 		cfg.BackupController.RunFiles = empty

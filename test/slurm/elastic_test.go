@@ -126,7 +126,7 @@ func (s *standIn) setUnplaceable(i int32, v bool) {
 // TestAnElasticSetFollowsSlurmsPowerSaving runs the rendered power-saving config on real Slurm
 // with the operator's decision and a stand-in for the pods: a set of two nodes at minSize 0
 // shows its capacity with no pod, refuses a job larger than maxSize at submit, runs a two-node
-// job from zero on both nodes, removes them after the idle timeout, and requeues a job whose
+// job asking a GPU per node from zero on both nodes, removes them after the idle timeout, and requeues a job whose
 // node's pod cannot start once Slurm's ResumeTimeout passes.
 func TestAnElasticSetFollowsSlurmsPowerSaving(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -173,13 +173,16 @@ func TestAnElasticSetFollowsSlurmsPowerSaving(t *testing.T) {
 	}
 	// 3. A two-node job from zero gets both nodes: Slurm powers them up, both pods start.
 	submitted := time.Now()
-	job := sbatch(t, ctx, c, "-N2", "--wrap", "srun hostname")
+	job := sbatch(t, ctx, c, "-N2", "--gres=gpu:1", "--wrap", "srun sh -c 'echo $(hostname) $CUDA_VISIBLE_DEVICES'")
 	t.Logf("job %s submitted at %s", job, submitted.Format("15:04:05.0"))
 	waitRunning(t, ctx, c, job)
 	t.Logf("a two-node job from zero pods: running %s after sbatch", time.Since(submitted).Round(100*time.Millisecond))
 	waitJob(t, ctx, c, job, "COMPLETED")
 	if out := login(t, ctx, c, "sacct", "-n", "-X", "-P", "-j", job, "-o", "NodeList"); strings.TrimSpace(out) != "worker-[0-1]" {
 		t.Errorf("job %s ran on %q, want worker-[0-1]", job, out)
+	}
+	if out, err := c.Exec(ctx, loginHost, "sh", "-c", "sort /shared/slurm-"+job+".out"); err != nil || strings.TrimSpace(out) != "demo-worker-0 0\ndemo-worker-1 0" {
+		t.Errorf("the job's output (each node's host and GPU): %v\n%s", err, out)
 	}
 	// 4. After the idle timeout both are powered down and their pods removed; each preStop
 	// ends at once (a drain would outlast the power-down).

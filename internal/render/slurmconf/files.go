@@ -18,9 +18,12 @@ const (
 	SlurmBaseConf  = "slurm-base.conf"
 	SlurmExtraConf = "slurm-extra.conf"
 	GresConf       = "gres.conf"
-	CgroupConf     = "cgroup.conf"
-	PlugstackConf  = "plugstack.conf"
-	SlurmdbdConf   = "slurmdbd.conf"
+	// ControllerGresConf is slurmctld's own copy of the file gres.conf includes from each node
+	// (slurmfacts.NodeGresConf): the elastic sets' GPUs (ElasticGresConf).
+	ControllerGresConf = "gres-controller.conf"
+	CgroupConf         = "cgroup.conf"
+	PlugstackConf      = "plugstack.conf"
+	SlurmdbdConf       = "slurmdbd.conf"
 )
 
 // Paths the rendered files refer to, inside the daemons' containers (or the jail).
@@ -41,6 +44,9 @@ func Files(in base.Input) map[string]string {
 		CgroupConf:     cgroupConf(in.Cluster),
 		PlugstackConf:  plugstackConf(),
 		JobSubmitLua:   jobSubmitLua(),
+	}
+	if includesNodeGres(in) {
+		files[ControllerGresConf] = ElasticGresConf(in)
 	}
 	if HealthChecksOn(in.Cluster) {
 		files[NodeHealthScript] = nodeHealth(in)
@@ -436,6 +442,35 @@ func gresConf(in base.Input) string {
 	// its entrypoint finds them and writes their lines (WorkerGPUFlags).
 	w.comment("Each worker's own GPUs, written by its entrypoint: the devices Kubernetes gave its pod.")
 	w.line("Include " + slurmfacts.NodeGresConf)
+	return w.String()
+}
+
+// includesNodeGres says whether gres.conf includes each node's own file (its pod's GPUs).
+func includesNodeGres(in base.Input) bool {
+	mode := gresMode(in)
+	return in.HasGPUWorkers() && (mode == "" || mode == slurmv1alpha1.GresAutoDetectOff)
+}
+
+// ElasticGresConf is slurmctld's NodeGresConf: the GPUs of the elastic sets' nodes. slurmctld
+// loads a CLOUD node's GRES from its own gres.conf when it starts or reconfigures, long before
+// the node's first registration; without these lines it would hold zero GPUs for the node, and
+// the first registration of a node Slurm powered up for a GPU job would set it INVAL and
+// drained ("gres/gpu count changed and jobs are using them"). slurmctld counts the File names
+// without opening them. MIG shapes are not listed (their devices are NVML's).
+func ElasticGresConf(in base.Input) string {
+	w := newWriter("slurmctld's own lines for the elastic sets' GPUs (gres.conf includes each node's file).")
+	for _, set := range in.WorkerSets() {
+		g := in.GPUOf(set.Name)
+		if !set.Worker.Elastic() || g.Count == 0 || g.MIGDevices() {
+			continue
+		}
+		parts := []string{"NodeName=" + Range(set.Name, in.WorkerCountOf(set)), "Name=gpu"}
+		if g.Type != "" {
+			parts = append(parts, "Type="+g.Type)
+		}
+		parts = append(parts, fmt.Sprintf("File=/dev/nvidia[0-%d]", g.Count-1))
+		w.line(strings.Join(parts, " "))
+	}
 	return w.String()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/base"
+	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
@@ -69,10 +70,13 @@ while true; do
 done
 `
 
-// EmptyNodeGresConf gives slurmctld an empty slurmfacts.NodeGresConf: gres.conf includes each
+// EmptyNodeGresConf gives slurmctld its slurmfacts.NodeGresConf: gres.conf includes each
 // worker's own file there, and slurmctld reads gres.conf's includes too (to serve configless
-// nodes), waiting a minute for a missing one at every start and reconfigure.
-const EmptyNodeGresConf = "mkdir -p " + slurmfacts.RunDir + " && { [ -e " + slurmfacts.NodeGresConf + " ] || : > " + slurmfacts.NodeGresConf + "; }"
+// nodes), waiting a minute for a missing one at every start and reconfigure. slurmctld's is a
+// link to the config's slurmconf.ControllerGresConf (the elastic sets' GPUs, followed at each
+// reconfigure) where the config has one, and empty otherwise.
+const EmptyNodeGresConf = "mkdir -p " + slurmfacts.RunDir + " && if [ -e " + slurmfacts.ConfDir + "/" + slurmconf.ControllerGresConf + " ]; then ln -sf " +
+	slurmfacts.ConfDir + "/" + slurmconf.ControllerGresConf + " " + slurmfacts.NodeGresConf + "; else [ -e " + slurmfacts.NodeGresConf + " ] || : > " + slurmfacts.NodeGresConf + "; fi"
 
 // UseJailUsers makes the container's passwd and group the jail's (links, so users added later
 // are seen at once). The images and the jail give slurm and munge the same ids. A jail that
