@@ -41,14 +41,9 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 			ContainSubstring("ResumeProgram="+slurmconf.PowerProgram)))
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(0)))
 		// The pods' slurmd reports its node booted at its start (a pod's kernel uptime is its
-		// host's, older than any power-up request); the hosts run the pods' script with it.
+		// host's, older than any power-up request); the hosts run the pods' script.
+		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Template.Spec.Containers[0].Command).To(ContainElement(worker.ElasticWorkerScript))
 		env := []string{"SLURM_CONF_SERVER=" + worker.ConfServer(sc)}
-		for _, e := range get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Template.Spec.Containers[0].Env {
-			if e.Name == worker.ElasticSlurmdEnv.Name {
-				env = append(env, e.Name+"="+e.Value)
-			}
-		}
-		Expect(env).To(ContainElement("SLURMD_BOOT_FLAG=-b"))
 
 		files := map[string][]byte{}
 		for k, v := range get(ctx, &corev1.ConfigMap{}, ns, sc.ConfigMapName()).Data {
@@ -94,7 +89,7 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 				mu.Lock()
 				for running < want && kubeletErr == nil {
 					kubeletErr = cluster.AddWorker(kctx, slurmharness.Host{Name: fmt.Sprintf("el-worker-%d", running), SlurmName: fmt.Sprintf("worker-%d", running),
-						SlurmdScript: worker.SlurmdScript, SlurmdEnv: env})
+						SlurmdScript: worker.ElasticSlurmdScript, SlurmdEnv: env})
 					running++
 				}
 				for running > want && kubeletErr == nil {

@@ -101,7 +101,7 @@ func (s *standIn) step(ctx context.Context) {
 		i := s.running
 		if !s.unplaceable[i] {
 			h := podWorker(s.t, s.r, int(i))
-			h.SlurmdEnv = append(h.SlurmdEnv, worker.ElasticSlurmdEnv.Name+"="+worker.ElasticSlurmdEnv.Value)
+			h.SlurmdScript = worker.ElasticSlurmdScript
 			if err := s.c.AddWorker(ctx, h); err != nil {
 				s.errs = append(s.errs, fmt.Sprintf("start worker-%d: %v", i, err))
 				return

@@ -109,14 +109,15 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 	)
 
 	env := base.NodeNameEnv(set.Name)
+	script := WorkerScript
 	if set.Worker.Elastic() {
-		env = append(env, ElasticSlurmdEnv)
+		script = ElasticWorkerScript
 	}
 	slurmd := base.Container(sc, corev1.Container{
 		Name:  "slurmd",
 		Image: set.Image,
 		Command: base.WithEntrypointFlags(base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc,
-			append([]string{"/bin/sh", "-c", WorkerScript, "worker"}, base.SSHDArgs(22)...))...),
+			append([]string{"/bin/sh", "-c", script, "worker"}, base.SSHDArgs(22)...))...),
 			slurmconf.WorkerGPUFlags(in, set)...),
 		Env: append(env,
 			corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)},
@@ -287,15 +288,18 @@ done
 if printf '%s\n' "$line" | grep -qF 'Reason=` + slurmfacts.DrainPodStopping + ` ['; then
   scontrol update nodename="$node" state=resume && echo "lifted the drain this pod set when it stopped"
 fi
-exec slurmd -D -N "$node" --conf-server "$SLURM_CONF_SERVER" $SLURMD_BOOT_FLAG
+` + slurmdExec + `
 `
 
-// ElasticSlurmdEnv makes an elastic set's slurmd report its node booted when slurmd started
-// (slurmd -b). A pod shares its host's kernel, whose uptime is the Kubernetes node's: slurmctld
-// ignores a powering-up node whose reported boot is older than the power-up request, so
-// without it no node Slurm powers up would ever register. slurmd keeps the time across its
-// re-execs (SLURMD_BOOT_TIME).
-var ElasticSlurmdEnv = corev1.EnvVar{Name: "SLURMD_BOOT_FLAG", Value: "-b"}
+const slurmdExec = `exec slurmd -D -N "$node" --conf-server "$SLURM_CONF_SERVER"`
+
+// ElasticSlurmdScript is SlurmdScript for an elastic set's node: slurmd reports its node booted
+// when slurmd started (slurmd -b). A pod shares its host's kernel, whose uptime is the
+// Kubernetes node's: slurmctld ignores a powering-up node whose reported boot is older than the
+// power-up request, so without it no node Slurm powers up would ever register. slurmd keeps
+// the time across its re-execs (SLURMD_BOOT_TIME). Fixed sets keep SlurmdScript, and their
+// pods' template, as they were.
+var ElasticSlurmdScript = strings.Replace(SlurmdScript, slurmdExec, slurmdExec+" -b", 1)
 
 // PAMDir is where the worker image keeps its PAM files for sshd (images/worker/pam).
 const PAMDir = "/opt/slurm-operator/pam"
@@ -353,11 +357,16 @@ done
 // $SSHD_SCRIPT, with this script's arguments), then slurmd (SlurmdScript), once sshd's
 // supervisor has left the container's cgroup (for at most 10 s): slurmd enables controllers for
 // the container cgroup's children, which the kernel refuses while a process is in it.
-const WorkerScript = `/bin/sh -c "$SSHD_SCRIPT" sshd "$@" &
+const WorkerScript = workerPrelude + SlurmdScript
+
+// ElasticWorkerScript is WorkerScript for an elastic set's pods (ElasticSlurmdScript).
+var ElasticWorkerScript = workerPrelude + ElasticSlurmdScript
+
+const workerPrelude = `/bin/sh -c "$SSHD_SCRIPT" sshd "$@" &
 unset SSHD_SCRIPT
 i=0
 while [ $i -lt 100 ] && grep -qx $! /sys/fs/cgroup/cgroup.procs 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
-` + SlurmdScript
+`
 
 // ReadyScript succeeds when slurmctld has heard from this node: its state is known and not
 // marked "not responding" (a trailing *).
