@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -11,13 +10,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 	"github.com/slurm-k8s/slurm-operator/internal/render/slurmconf"
 	"github.com/slurm-k8s/slurm-operator/internal/render/worker"
-	"github.com/slurm-k8s/slurm-operator/internal/testutil/slurmtest"
 	"github.com/slurm-k8s/slurm-operator/test/slurmharness"
 )
 
@@ -26,13 +23,9 @@ import (
 // replica of the set's StatefulSet and stops the ones above it.
 var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 	It("holds no pod at minSize 0, makes both pods of a two-node job, and removes them after the idle timeout", func(ctx SpecContext) {
-		root := os.Getenv("SLURM_ROOTFS")
-		if root == "" {
-			Skip("SLURM_ROOTFS is not set: run 'make test'")
-		}
 		ns, sc := minimalCluster(ctx, "el", 0, func(sc *slurmv1alpha1.SlurmCluster) {
 			sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](0)
-			sc.Spec.SlurmNodes.Worker.Autoscaling = &slurmv1alpha1.Autoscaling{Enabled: true, MaxSize: 2, IdleTimeoutSeconds: 10, ResumeTimeoutSeconds: 60}
+			sc.Spec.SlurmNodes.Worker.Autoscaling = &slurmv1alpha1.Autoscaling{Enabled: true, MaxSize: 2, IdleTimeoutSeconds: 20, ResumeTimeoutSeconds: 60}
 		})
 
 		By("every node up to maxSize is in slurm.conf, powered down; the StatefulSet has no pod")
@@ -45,32 +38,9 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Template.Spec.Containers[0].Command).To(ContainElement(worker.ElasticWorkerScript))
 		env := []string{"SLURM_CONF_SERVER=" + worker.ConfServer(sc)}
 
-		files := map[string][]byte{}
-		for k, v := range get(ctx, &corev1.ConfigMap{}, ns, sc.ConfigMapName()).Data {
-			files[k] = []byte(v)
-		}
-		jwt := get(ctx, &corev1.Secret{}, ns, sc.JWTKeySecretName()).Data["jwt_hs256.key"]
+		cluster, _, _ := startSlurmWithHosts(ctx, ns, sc, 0, nil)
 		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		ctl := slurmconf.ControllerHost(sc, 0)
-		cluster, err := slurmharness.Start(hctx, slurmharness.Config{
-			RootFS: root, SlurmFiles: files, MungeKey: get(ctx, &corev1.Secret{}, ns, sc.MungeKeySecretName()).Data["munge.key"], JWTKey: jwt,
-			Controller: slurmharness.Host{Name: ctl},
-			Logins:     []slurmharness.Host{{Name: "el-login-0"}},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			if CurrentSpecReport().Failed() {
-				for _, h := range cluster.Hosts() {
-					GinkgoWriter.Println(h, cluster.Logs(h))
-				}
-			}
-			Expect(cluster.Stop()).To(Succeed())
-		})
-		client, err := slurmtest.StartRestd(hctx, cluster, ctl, sc, jwt)
-		Expect(err).NotTo(HaveOccurred(), cluster.Logs(ctl))
-		slurmClients.Store(ns, client)
-		DeferCleanup(func() { slurmClients.Delete(ns) })
 
 		// The kubelet's part: a host per replica, from worker-0 up.
 		var mu sync.Mutex
@@ -126,6 +96,11 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 			out, _ := cluster.Exec(hctx, "el-login-0", "scontrol", "show", "job", job)
 			return out
 		}).WithTimeout(2 * time.Minute).Should(And(ContainSubstring("JobState=COMPLETED"), ContainSubstring("NodeList=worker-[0-1]")))
+		power := func(state string) float64 {
+			v, _ := metricValue("slurm_operator_elastic_nodes", map[string]string{"namespace": ns, "slurmcluster": "el", "set": "worker", "power": state})
+			return v
+		}
+		Eventually(func() float64 { return power("up") }).WithTimeout(timeout).Should(Equal(2.0))
 		Eventually(func() int32 {
 			got := &slurmv1alpha1.SlurmCluster{}
 			Expect(k8sClient.Get(ctx, key(ns, "el"), got)).To(Succeed())
@@ -137,5 +112,9 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		Eventually(hosts).WithTimeout(timeout).Should(Equal(int32(0)))
 		Eventually(sinfo).WithTimeout(time.Minute).Should(Equal("worker-0 idle~\nworker-1 idle~"))
 		Expect(slurmConf(ctx, ns, "el")).To(ContainSubstring("NodeName=worker-[0-1] "), "the capacity stays in slurm.conf")
+		Eventually(func() []float64 {
+			return []float64{power("up"), power("powering_up"), power("powered_down"), power("resume_failed")}
+		}).
+			WithTimeout(timeout).Should(Equal([]float64{0, 0, 2, 0}))
 	})
 })

@@ -106,7 +106,11 @@ func startSlurmWithHosts(ctx SpecContext, ns string, sc *slurmv1alpha1.SlurmClus
 		}
 		return out
 	}
-	Eventually(func() string { return slurmConf(ctx, ns, sc.Name) }).WithTimeout(timeout).Should(ContainSubstring(fmt.Sprintf("NodeName=worker-[0-%d]", workers-1)))
+	want := "NodeName=worker-" // an elastic set's nodes with no pod (workers 0)
+	if workers > 0 {
+		want = fmt.Sprintf("NodeName=worker-[0-%d]", workers-1)
+	}
+	Eventually(func() string { return slurmConf(ctx, ns, sc.Name) }).WithTimeout(timeout).Should(ContainSubstring(want))
 	munge := get(ctx, &corev1.Secret{}, ns, sc.MungeKeySecretName()).Data["munge.key"]
 	jwt := get(ctx, &corev1.Secret{}, ns, sc.JWTKeySecretName()).Data["jwt_hs256.key"]
 	var hosts []slurmharness.Host

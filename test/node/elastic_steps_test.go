@@ -1,12 +1,10 @@
 package node
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
 
 // checkElasticNodeSet adds an elastic CPU-only node set (autoscaling from 0 to 2 nodes) with a
@@ -16,56 +14,21 @@ import (
 // removed. No other pod is replaced or restarted on the way.
 func (e *env) checkElasticNodeSet() {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for i := 0; i < 2; i++ {
-		pv := fmt.Sprintf(`apiVersion: v1
-kind: PersistentVolume
-metadata: {name: %[1]s-burst-spool-%[4]d}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: node-local
-  claimRef: {namespace: %[2]s, name: spool-%[1]s-burst-%[4]d}
-  hostPath: {path: %[3]s, type: DirectoryOrCreate}
-`, cluster, ns, hostVolume(fmt.Sprintf("burst-spool-%d", i)), i)
-		if out, err := e.run(ctx, pv, filepath.Join(e.assets, "kubectl"), "apply", "-f", "-"); err != nil {
-			e.t.Fatalf("the set's spool volume: %v: %s", err, out)
-		}
-	}
-	orig := e.kubectlOK("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.spec.slurmConfig.partitions}")
-	var partitions []map[string]any
-	if err := json.Unmarshal([]byte(orig), &partitions); err != nil {
-		e.t.Fatalf("partitions %q: %v", orig, err)
-	}
-	withBurst, _ := json.Marshal(append(partitions, map[string]any{"name": "burst", "nodeSets": []string{"burst"}}))
+	e.nodeSetSpoolVolumes("burst", 2)
+	orig, _, withBurst := e.partitionsWith("burst")
 	before := e.podsSnapshot()
 
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", `{"spec":{"slurmNodes":{"nodeSets":[{"name":"burst","size":0,"gpu":0,`+
 		`"autoscaling":{"enabled":true,"minSize":0,"maxSize":2,"idleTimeoutSeconds":20,"resumeTimeoutSeconds":300},`+
-		`"resources":{"requests":{"cpu":"50m","memory":"256Mi"},"limits":{"cpu":"1","memory":"3Gi"}}}]},"slurmConfig":{"partitions":`+string(withBurst)+`}}}`)
+		`"resources":{"requests":{"cpu":"50m","memory":"256Mi"},"limits":{"cpu":"1","memory":"3Gi"}}}]},"slurmConfig":{"partitions":`+withBurst+`}}}`)
 	removePatch := `{"spec":{"slurmNodes":{"nodeSets":null},"slurmConfig":{"partitions":` + orig + `}}}`
 	pods := func() string {
-		out, _ := e.kubectl("get", "pods", "-n", ns, "-l", "slurm.hpc.dev/node-set=burst", "-o", "name")
+		out, _ := e.kubectl("get", "pods", "-n", ns, "-l", slurmv1alpha1.LabelNodeSet+"=burst", "-o", "name")
 		return strings.TrimSpace(out)
 	}
-	gone := func() (bool, string) {
-		sts, _ := e.kubectl("get", "statefulset", cluster+"-burst", "-n", ns)
-		nodes, _ := e.sshErr(e.login, "sinfo -h -N -o %N | sort -u")
-		return strings.Contains(sts, "NotFound") && !strings.Contains(nodes, "burst-"), sts + nodes
-	}
+	gone := e.nodeSetGone("burst")
 	removed := false
-	defer func() {
-		if removed {
-			return
-		}
-		_, _ = e.kubectl("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", removePatch)
-		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
-			if ok, _ := gone(); ok {
-				return
-			}
-		}
-	}()
+	defer e.removeNodeSetUnless(&removed, removePatch, gone)
 	// 1. The capacity, with no pod.
 	e.waitFor(3*time.Minute, "burst-0 and burst-1 powered down in partition burst", func() (bool, string) {
 		out, _ := e.sshErr(e.login, "sinfo -h -p burst -N -o '%N %t' | sort -u")

@@ -44,9 +44,9 @@ func Files(in base.Input) map[string]string {
 		CgroupConf:     cgroupConf(in.Cluster),
 		PlugstackConf:  plugstackConf(),
 		JobSubmitLua:   jobSubmitLua(),
-	}
-	if includesNodeGres(in) {
-		files[ControllerGresConf] = ElasticGresConf(in)
+		// Always there, so that slurmctld's link to it exists from its first start, and a GPU
+		// set added later is followed at the next reconfigure.
+		ControllerGresConf: ElasticGresConf(in),
 	}
 	if HealthChecksOn(in.Cluster) {
 		files[NodeHealthScript] = nodeHealth(in)
@@ -459,6 +459,9 @@ func includesNodeGres(in base.Input) bool {
 // without opening them. MIG shapes are not listed (their devices are NVML's).
 func ElasticGresConf(in base.Input) string {
 	w := newWriter("slurmctld's own lines for the elastic sets' GPUs (gres.conf includes each node's file).")
+	if !includesNodeGres(in) {
+		return w.String()
+	}
 	for _, set := range in.WorkerSets() {
 		g := in.GPUOf(set.Name)
 		if !set.Worker.Elastic() || g.Count == 0 || g.MIGDevices() {
