@@ -25,7 +25,7 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 	It("holds no pod at minSize 0, makes both pods of a two-node job, and removes them after the idle timeout", func(ctx SpecContext) {
 		ns, sc := minimalCluster(ctx, "el", 0, func(sc *slurmv1alpha1.SlurmCluster) {
 			sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](0)
-			sc.Spec.SlurmNodes.Worker.Autoscaling = &slurmv1alpha1.Autoscaling{Enabled: true, MaxSize: 2, IdleTimeoutSeconds: 20, ResumeTimeoutSeconds: 60}
+			sc.Spec.SlurmNodes.Worker.Autoscaling = &slurmv1alpha1.Autoscaling{Enabled: true, MaxSize: 2, IdleTimeoutSeconds: 20, ResumeTimeoutSeconds: 30}
 		})
 
 		By("every node up to maxSize is in slurm.conf, powered down; the StatefulSet has no pod")
@@ -39,13 +39,16 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		env := []string{"SLURM_CONF_SERVER=" + worker.ConfServer(sc)}
 
 		cluster, _, _ := startSlurmWithHosts(ctx, ns, sc, 0, nil)
-		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		hctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 		defer cancel()
 
 		// The kubelet's part: a host per replica, from worker-0 up.
 		var mu sync.Mutex
 		var running int32
 		var kubeletErr error
+		// Set, the kubelet "cannot place" new pods: they count as running but no slurmd starts.
+		cannotPlace := false
+		started := map[int32]bool{}
 		kctx, stop := context.WithCancel(hctx)
 		done := make(chan struct{})
 		go func() {
@@ -58,13 +61,19 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 				}
 				mu.Lock()
 				for running < want && kubeletErr == nil {
-					kubeletErr = cluster.AddWorker(kctx, slurmharness.Host{Name: fmt.Sprintf("el-worker-%d", running), SlurmName: fmt.Sprintf("worker-%d", running),
-						SlurmdScript: worker.ElasticSlurmdScript, SlurmdEnv: env})
+					if !cannotPlace {
+						kubeletErr = cluster.AddWorker(kctx, slurmharness.Host{Name: fmt.Sprintf("el-worker-%d", running), SlurmName: fmt.Sprintf("worker-%d", running),
+							SlurmdScript: worker.ElasticSlurmdScript, SlurmdEnv: env})
+						started[running] = true
+					}
 					running++
 				}
 				for running > want && kubeletErr == nil {
 					running--
-					kubeletErr = cluster.StopWorker(kctx, fmt.Sprintf("el-worker-%d", running))
+					if started[running] {
+						kubeletErr = cluster.StopWorker(kctx, fmt.Sprintf("el-worker-%d", running))
+						delete(started, running)
+					}
 				}
 				mu.Unlock()
 				select {
@@ -101,6 +110,12 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 			return v
 		}
 		Eventually(func() float64 { return power("up") }).WithTimeout(timeout).Should(Equal(2.0))
+		// One job, two nodes: one wait from its submit to both nodes ready.
+		waits := func() float64 {
+			v, _ := metricValue("slurm_operator_elastic_resume_wait_seconds", map[string]string{"namespace": ns, "slurmcluster": "el", "set": "worker"})
+			return v
+		}
+		Eventually(waits).WithTimeout(timeout).Should(Equal(1.0))
 		Eventually(func() int32 {
 			got := &slurmv1alpha1.SlurmCluster{}
 			Expect(k8sClient.Get(ctx, key(ns, "el"), got)).To(Succeed())
@@ -116,5 +131,25 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 			return []float64{power("up"), power("powering_up"), power("powered_down"), power("resume_failed")}
 		}).
 			WithTimeout(timeout).Should(Equal([]float64{0, 0, 2, 0}))
+		Expect(waits()).To(Equal(1.0), "no other job asked for a node")
+
+		By("a pod Kubernetes cannot place: the resume times out, Slurm downs the node and requeues the job, the operator counts the failure and removes the pod")
+		mu.Lock()
+		cannotPlace = true
+		mu.Unlock()
+		out, err = cluster.Exec(hctx, "el-login-0", "sbatch", "--parsable", "-N1", "--wrap", "true")
+		Expect(err).NotTo(HaveOccurred(), out)
+		stuck := strings.TrimSpace(out)
+		DeferCleanup(func() { _, _ = cluster.Exec(context.Background(), "el-login-0", "scancel", stuck) })
+		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(1)))
+		failures := func() float64 {
+			v, _ := metricValue("slurm_operator_elastic_resume_failures_total", map[string]string{"namespace": ns, "slurmcluster": "el", "set": "worker"})
+			return v
+		}
+		Eventually(failures).WithTimeout(2 * time.Minute).Should(Equal(1.0))
+		Eventually(func() float64 { return power("resume_failed") }).WithTimeout(timeout).Should(Equal(1.0))
+		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(0)))
+		Expect(cluster.Exec(hctx, "el-login-0", "scontrol", "show", "job", stuck)).To(ContainSubstring("JobState=PENDING"), "the job is requeued, not lost")
+		Expect(waits()).To(Equal(1.0), "a failed power-up adds no wait")
 	})
 })

@@ -80,10 +80,19 @@ var (
 		Name: "slurm_operator_elastic_nodes",
 		Help: "Nodes of each elastic worker set (autoscaling) by Slurm's power state: up, powering_up, powered_down (powering down included), resume_failed (powered down and DOWN: a resume that timed out, until an admin resumes the node).",
 	}, []string{"namespace", "slurmcluster", "set", "power"})
+	elasticResumeWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "slurm_operator_elastic_resume_wait_seconds",
+		Help:    "For each job an elastic worker set's nodes were powered up for, how long it waited from its submit until all its nodes were ready (Slurm's start time, which it sets when the last of the job's powered-up nodes registers, less the submit time).",
+		Buckets: []float64{10, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200},
+	}, []string{"namespace", "slurmcluster", "set"})
+	elasticResumeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slurm_operator_elastic_resume_failures_total",
+		Help: "Power-ups of an elastic worker set's nodes that ended with the node down instead of up: Slurm's ResumeTimeout passed before its pod's slurmd registered (the pod Pending, or failing to start), or an admin downed it meanwhile.",
+	}, []string{"namespace", "slurmcluster", "set"})
 )
 
 var operatorMetrics = []prometheus.Collector{phaseDuration, phaseErrors, slurmRequests, slurmRequestDuration,
-	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince, checkNextRun, backupLastSchedule, backupLastSuccess, elasticNodes}
+	workersLeaving, scaleDownWaiting, scaleDownGrace, nodeHealthDrained, strandedWorkers, jailPopulated, checkFailingSince, checkNextRun, backupLastSchedule, backupLastSuccess, elasticNodes, elasticResumeWait, elasticResumeFailures}
 
 func init() {
 	metrics.Registry.MustRegister(operatorMetrics...)
@@ -219,4 +228,6 @@ func forgetCluster(ns, name string) {
 	checkFailingSince.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 	checkNextRun.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 	elasticNodes.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
+	elasticResumeWait.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
+	elasticResumeFailures.DeletePartialMatch(prometheus.Labels{"namespace": ns, "slurmcluster": name})
 }

@@ -60,3 +60,11 @@ func (c *slurmOnce) SetPower(ctx context.Context, name string, up bool) error {
 	observeSlurm("set-power", time.Since(start), err)
 	return err
 }
+
+// Jobs lists slurmctld's jobs; the answer is not kept (only an elastic set's ended power-ups ask).
+func (c *slurmOnce) Jobs(ctx context.Context) ([]slurm.Job, error) {
+	start := time.Now()
+	jobs, err := c.api.Jobs(ctx)
+	observeSlurm("jobs", time.Since(start), err)
+	return jobs, err
+}

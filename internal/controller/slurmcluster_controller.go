@@ -95,6 +95,9 @@ type SlurmClusterReconciler struct {
 	// shapes memoises each worker set's GPU shape between node changes; nil (no node watch,
 	// as in a reconciler not set up with a manager) computes it on every reconcile.
 	shapes *shapeMemo
+	// resumes maps a SlurmCluster's namespaced name and an elastic set's name
+	// ("ns/name/set") to the set's power-ups being followed (*autoscale.Resumes).
+	resumes sync.Map
 	// applied maps a child's UID to the resourceVersion the operator's last apply left it at.
 	applied sync.Map
 }
@@ -131,6 +134,7 @@ func (r *SlurmClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			r.statusWritten.Delete(req.NamespacedName)
 			r.topologyLabels.Delete(req.NamespacedName)
 			r.activeChecks.Delete(req.NamespacedName)
+			r.forgetResumes(req.Namespace, req.Name)
 			if r.shapes != nil {
 				r.shapes.forget(req.Namespace, req.Name)
 			}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -17,7 +18,7 @@ import (
 // first; idle nodes at the top are asked down, and lose their pods once Slurm has them powering
 // down with nothing on them. When Slurm cannot be asked, or will not take a power-up, the pods
 // stay as they are.
-func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, set slurmv1alpha1.WorkerSet, api SlurmAPI, current int32, o *observed) (scaling, error) {
+func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, set slurmv1alpha1.WorkerSet, api SlurmAPI, current int32, o *observed) (scaling, error) {
 	a := set.Worker.Autoscaling
 	o.elastic = true
 	keep := scaling{replicas: a.MaxSize, pods: map[string]int32{set.Name: current}}
@@ -33,6 +34,7 @@ func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, set slurmv1a
 	}
 	s := autoscale.Set{Name: set.Name, MinSize: a.MinSize, MaxSize: a.MaxSize, IdleTimeout: a.IdleTimeout()}
 	plan := autoscale.Decide(s, byName, current, now())
+	r.followResumes(ctx, sc, s, byName, api)
 	for _, name := range plan.PowerUp {
 		if err := api.SetPower(ctx, name, true); err != nil {
 			log.FromContext(ctx).Info("keeping the elastic set's pods: Slurm did not take a power-up", "node", name, "error", err.Error())
@@ -55,4 +57,40 @@ func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, set slurmv1a
 	}
 	o.power[set.Name] = plan
 	return scaling{replicas: a.MaxSize, pods: map[string]int32{set.Name: plan.Pods}}, nil
+}
+
+// followResumes takes one look at the set's power-ups (autoscale.Resumes) and records how those
+// that ended went: a failed one counts a failure; the jobs that nodes came up for add their
+// wait from submit to ready (the job list is read only while such a node awaits its jobs).
+func (r *SlurmClusterReconciler) followResumes(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, s autoscale.Set, nodes map[string]slurm.Node, api SlurmAPI) {
+	v, _ := r.resumes.LoadOrStore(sc.Namespace+"/"+sc.Name+"/"+s.Name, &autoscale.Resumes{})
+	resumes := v.(*autoscale.Resumes)
+	for _, e := range resumes.Observe(s, nodes, now()) {
+		if e.Failed {
+			elasticResumeFailures.WithLabelValues(sc.Namespace, sc.Name, s.Name).Inc()
+			log.FromContext(ctx).Info("an elastic node's power-up failed: Slurm holds it down", "node", e.Node, "poweringUpSince", e.Since)
+		}
+	}
+	if !resumes.AwaitingJobs() {
+		return
+	}
+	jobs, err := api.Jobs(ctx)
+	if err != nil {
+		log.FromContext(ctx).Info("nodes came up but the jobs they were powered up for could not be read; trying again on the next look", "set", s.Name, "error", err.Error())
+		return
+	}
+	for _, waited := range resumes.Waits(jobs) {
+		elasticResumeWait.WithLabelValues(sc.Namespace, sc.Name, s.Name).Observe(waited.Seconds())
+	}
+}
+
+// forgetResumes drops a deleted cluster's power-ups.
+func (r *SlurmClusterReconciler) forgetResumes(namespace, name string) {
+	prefix := namespace + "/" + name + "/"
+	r.resumes.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), prefix) {
+			r.resumes.Delete(k)
+		}
+		return true
+	})
 }

@@ -27,6 +27,7 @@ type SlurmAPI interface {
 	ResumeIfOwned(ctx context.Context, name string) (bool, error)
 	SetAddress(ctx context.Context, name, address string) error
 	SetPower(ctx context.Context, name string, up bool) error
+	Jobs(ctx context.Context) ([]slurm.Job, error)
 }
 
 // SlurmClientFunc returns the Slurm client of a cluster, given its JWT key.
@@ -126,7 +127,7 @@ func (r *SlurmClusterReconciler) decideScaling(ctx context.Context, sc *slurmv1a
 		current = *live.Spec.Replicas
 	}
 	if set.Worker.Elastic() && current <= want {
-		return r.decideElastic(ctx, set, api, current, o)
+		return r.decideElastic(ctx, sc, set, api, current, o)
 	}
 	if current <= want {
 		return scaling{replicas: want}, nil

@@ -299,6 +299,9 @@ type Job struct {
 	RequiredNodes Hostlist `json:"required_nodes"`
 	// SubmitTime is when the job was submitted, in seconds since the epoch.
 	SubmitTime Number `json:"submit_time"`
+	// StartTime is when the job was given its nodes (before they are powered up, for nodes
+	// that power saving holds down), or when a pending job is expected to start.
+	StartTime Number `json:"start_time"`
 }
 
 // NodeNames are the nodes the job holds, or, before it starts, those it asked for by name.
