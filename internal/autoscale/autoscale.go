@@ -7,9 +7,11 @@ package autoscale
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 // Set is an elastic set as the decision sees it.
@@ -108,4 +110,42 @@ func idleSince(n slurm.Node, since time.Time) bool {
 		return false
 	}
 	return time.Unix(n.LastBusy.Number, 0).Before(since)
+}
+
+// maxComment bounds the Kubernetes words a node's comment carries (the scheduler's message
+// names every node group it tried).
+const maxComment = 240
+
+// CannotStart decides the comments of the set's nodes for pods Kubernetes cannot start (why,
+// by Slurm node name, in Kubernetes' words: the scheduler's while a pod is Pending), as the
+// comments to write, by node ("" clears one). A node Slurm is powering up (or holds up) whose
+// pod cannot start is commented with those words (slurmfacts.CommentPodCannotStart): `scontrol
+// show node` and `sinfo -O NodeList,Comment` say why its job waits. The comment stays when
+// Slurm downs the node at ResumeTimeout (its reason says only that the time passed), and goes
+// once the node is neither waiting for such a pod nor down. A comment someone else wrote is
+// left alone.
+func CannotStart(s Set, nodes map[string]slurm.Node, why map[string]string) map[string]string {
+	out := map[string]string{}
+	for i := int32(0); i < s.MaxSize; i++ {
+		name := s.NodeName(i)
+		n, listed := nodes[name]
+		ours := strings.HasPrefix(n.Comment, slurmfacts.CommentPodCannotStart)
+		if !listed || n.Comment != "" && !ours {
+			continue
+		}
+		want := ""
+		switch w := why[name]; {
+		case w != "" && !Off(n) && !n.Has("DOWN"):
+			want = slurmfacts.CommentPodCannotStart + ": " + w
+			if len(want) > maxComment {
+				want = strings.ToValidUTF8(want[:maxComment], "")
+			}
+		case ours && n.Has("DOWN"):
+			want = n.Comment // the resume failed: the comment says why
+		}
+		if want != n.Comment {
+			out[name] = want
+		}
+	}
+	return out
 }

@@ -1,11 +1,14 @@
 package autoscale
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/slurm-k8s/slurm-operator/internal/slurm"
+	"github.com/slurm-k8s/slurm-operator/internal/slurmfacts"
 )
 
 var t0 = time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
@@ -94,5 +97,34 @@ func TestDecideCountsAFailedResumeApart(t *testing.T) {
 		node("worker-2", 0, "IDLE", "CLOUD", "POWERED_DOWN")), 1, t0)
 	if p.Up != 1 || p.Failed != 1 || p.Down != 1 || p.PoweringUp != 0 {
 		t.Errorf("counts %+v; want one up, one failed, one powered down", p)
+	}
+}
+
+func TestCannotStartCommentsPoweringUpNodesWhosePodsCannotStartAndClearsItsOwnCommentsOnly(t *testing.T) {
+	set := Set{Name: "gpu", MaxSize: 7}
+	why := "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+	ours := slurmfacts.CommentPodCannotStart + ": " + why
+	commented := func(name, comment string, state ...string) slurm.Node {
+		n := node(name, 0, state...)
+		n.Comment = comment
+		return n
+	}
+	got := CannotStart(set, nodes(
+		node("gpu-0", 0, "ALLOCATED", "CLOUD", "POWERING_UP"),                       // pod Pending: commented
+		commented("gpu-1", ours, "ALLOCATED", "CLOUD", "POWERING_UP"),               // already says so
+		commented("gpu-2", "admin: new fan", "IDLE", "CLOUD", "POWERING_UP"),        // an admin's comment stays
+		commented("gpu-3", ours, "ALLOCATED", "CLOUD"),                              // its pod started: cleared
+		commented("gpu-4", ours, "DOWN", "CLOUD", "POWERED_DOWN", "NOT_RESPONDING"), // resume timed out: kept
+		node("gpu-5", 0, "IDLE", "CLOUD", "POWERED_DOWN"),                           // powered down, pod Pending: left
+		commented("gpu-6", ours, "IDLE", "CLOUD", "POWERED_DOWN"),                   // resumed by an admin, pod gone: cleared
+	), map[string]string{"gpu-0": why, "gpu-1": why, "gpu-2": why, "gpu-4": why, "gpu-5": why})
+	if want := map[string]string{"gpu-0": ours, "gpu-3": "", "gpu-6": ""}; !reflect.DeepEqual(got, want) {
+		t.Errorf("comments: got %q, want %q", got, want)
+	}
+	// The scheduler's words change: the comment says the new ones; very long words are cut.
+	long := "Unschedulable: " + strings.Repeat("0/300 nodes are available: ", 20)
+	got = CannotStart(set, nodes(commented("gpu-1", ours, "ALLOCATED", "CLOUD", "POWERING_UP")), map[string]string{"gpu-1": long})
+	if c := got["gpu-1"]; len(c) != maxComment || !strings.HasPrefix(c, slurmfacts.CommentPodCannotStart+": Unschedulable: 0/300") {
+		t.Errorf("a new, long reason: got %q (%d bytes)", c, len(c))
 	}
 }

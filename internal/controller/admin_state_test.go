@@ -70,6 +70,11 @@ func (a *adminSlurm) SetPower(context.Context, string, bool) error {
 	return errors.New("no elastic set here: SetPower is not expected")
 }
 
+// SetNodeComment is not asked: only elastic sets' pods that cannot start comment nodes.
+func (a *adminSlurm) SetNodeComment(context.Context, string, string) error {
+	return errors.New("no elastic set here: SetNodeComment is not expected")
+}
+
 // Jobs is not asked: only an elastic set's ended power-ups read the job list.
 func (a *adminSlurm) Jobs(context.Context) ([]slurm.Job, error) {
 	return nil, errors.New("no elastic set here: Jobs is not expected")

@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -133,7 +135,7 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 			WithTimeout(timeout).Should(Equal([]float64{0, 0, 2, 0}))
 		Expect(waits()).To(Equal(1.0), "no other job asked for a node")
 
-		By("a pod Kubernetes cannot place: the resume times out, Slurm downs the node and requeues the job, the operator counts the failure and removes the pod")
+		By("a pod Kubernetes cannot place: Slurm's node says why, the resume times out, Slurm downs the node and requeues the job, the operator counts the failure and removes the pod, the next job goes to another node")
 		mu.Lock()
 		cannotPlace = true
 		mu.Unlock()
@@ -142,14 +144,44 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		stuck := strings.TrimSpace(out)
 		DeferCleanup(func() { _, _ = cluster.Exec(context.Background(), "el-login-0", "scancel", stuck) })
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(1)))
+		pendingPod(ctx, ns, "el", 0, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+		showNode := func(name string) func() string {
+			return func() string {
+				out, _ := cluster.Exec(hctx, "el-login-0", "scontrol", "show", "node", name)
+				return out
+			}
+		}
+		const why = "Comment=slurm-operator: pod cannot start: Unschedulable: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+		Eventually(showNode("worker-0")).WithTimeout(timeout).Should(And(ContainSubstring(why), ContainSubstring("POWERING_UP")))
 		failures := func() float64 {
 			v, _ := metricValue("slurm_operator_elastic_resume_failures_total", map[string]string{"namespace": ns, "slurmcluster": "el", "set": "worker"})
 			return v
 		}
 		Eventually(failures).WithTimeout(2 * time.Minute).Should(Equal(1.0))
 		Eventually(func() float64 { return power("resume_failed") }).WithTimeout(timeout).Should(Equal(1.0))
-		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(0)))
+		Expect(showNode("worker-0")()).To(And(ContainSubstring("DOWN"), ContainSubstring("Reason=ResumeTimeout reached"), ContainSubstring(why)),
+			"the node waits for an admin, and still says why its pod never came")
 		Expect(cluster.Exec(hctx, "el-login-0", "scontrol", "show", "job", stuck)).To(ContainSubstring("JobState=PENDING"), "the job is requeued, not lost")
-		Expect(waits()).To(Equal(1.0), "a failed power-up adds no wait")
+		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(0)))
+		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "el-worker-0"}})).To(Succeed()) // as the StatefulSet would
+
+		mu.Lock()
+		cannotPlace = false // room for the next pod
+		mu.Unlock()
+		out, err = cluster.Exec(hctx, "el-login-0", "sbatch", "--parsable", "-N1", "--wrap", "srun hostname")
+		Expect(err).NotTo(HaveOccurred(), out)
+		next := strings.TrimSpace(out)
+		Eventually(func() string {
+			out, _ := cluster.Exec(hctx, "el-login-0", "scontrol", "show", "job", next)
+			return out
+		}).WithTimeout(2 * time.Minute).Should(And(ContainSubstring("JobState=COMPLETED"), ContainSubstring("NodeList=worker-1")))
+		Eventually(waits).WithTimeout(timeout).Should(Equal(2.0), "the second job's wait is in; the failed power-up adds none")
+
+		By("the admin resumes the node: its comment goes with its pod")
+		_, _ = cluster.Exec(hctx, "el-login-0", "scancel", stuck)
+		out, err = cluster.Exec(hctx, "el-login-0", "scontrol", "update", "nodename=worker-0", "state=resume")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(showNode("worker-0")).WithTimeout(timeout).ShouldNot(ContainSubstring("pod cannot start"))
+		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(time.Minute).Should(Equal(int32(0)))
 	})
 })

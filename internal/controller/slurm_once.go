@@ -61,6 +61,15 @@ func (c *slurmOnce) SetPower(ctx context.Context, name string, up bool) error {
 	return err
 }
 
+// SetNodeComment changes a node's comment: the next question asks again.
+func (c *slurmOnce) SetNodeComment(ctx context.Context, name, comment string) error {
+	c.fetched = false
+	start := time.Now()
+	err := c.api.SetNodeComment(ctx, name, comment)
+	observeSlurm("set-comment", time.Since(start), err)
+	return err
+}
+
 // Jobs lists slurmctld's jobs; the answer is not kept (only an elastic set's ended power-ups ask).
 func (c *slurmOnce) Jobs(ctx context.Context) ([]slurm.Job, error) {
 	start := time.Now()

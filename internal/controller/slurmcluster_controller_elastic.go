@@ -48,6 +48,7 @@ func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, sc *slurmv1a
 		}
 		log.FromContext(ctx).Info("powered down an idle node", "node", name, "idleTimeout", s.IdleTimeout)
 	}
+	r.markPodsThatCannotStart(ctx, sc, s, api)
 	if plan.Pods != current {
 		log.FromContext(ctx).Info("elastic set follows Slurm's power states", "set", set.Name, "pods", fmt.Sprintf("%d → %d", current, plan.Pods),
 			"up", plan.Up, "poweringUp", plan.PoweringUp, "poweredDown", plan.Down, "resumeFailed", plan.Failed)
@@ -57,6 +58,37 @@ func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, sc *slurmv1a
 	}
 	o.power[set.Name] = plan
 	return scaling{replicas: a.MaxSize, pods: map[string]int32{set.Name: plan.Pods}}, nil
+}
+
+// markPodsThatCannotStart comments in Slurm the set's nodes being powered up whose pods
+// Kubernetes cannot start, with its words, and clears those comments once the pods are placed
+// or gone (autoscale.CannotStart). It reads Slurm's nodes again: the power changes above may
+// have changed them. Errors wait for the next look.
+func (r *SlurmClusterReconciler) markPodsThatCannotStart(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, s autoscale.Set, api SlurmAPI) {
+	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
+	if err != nil {
+		return
+	}
+	why := map[string]string{}
+	for _, p := range podsOfSet(pods.Items, s.Name) {
+		if w := cannotStart(p); w != "" {
+			why[slurmName(p)] = w
+		}
+	}
+	nodes, err := api.Nodes(ctx)
+	if err != nil {
+		return
+	}
+	byName := make(map[string]slurm.Node, len(nodes))
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	for name, comment := range autoscale.CannotStart(s, byName, why) {
+		log.FromContext(ctx).Info("an elastic node's pod cannot start: saying so in Slurm", "node", name, "comment", comment)
+		if err := api.SetNodeComment(ctx, name, comment); err != nil {
+			log.FromContext(ctx).Info("commenting an elastic node failed; trying again on the next look", "node", name, "error", err.Error())
+		}
+	}
 }
 
 // followResumes takes one look at the set's power-ups (autoscale.Resumes) and records how those

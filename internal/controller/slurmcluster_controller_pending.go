@@ -44,24 +44,34 @@ const maxNamedPending = 5
 func pendingWorkers(pods []corev1.Pod, wanted func(corev1.Pod) bool) []string {
 	var out []string
 	for _, p := range pods {
-		if p.Status.Phase != corev1.PodPending || !p.DeletionTimestamp.IsZero() || !wanted(p) {
+		if !wanted(p) {
 			continue
 		}
-		why := ""
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				why = strings.TrimSpace(c.Reason + ": " + c.Message)
-			}
-		}
-		for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := c.State.Waiting; why == "" && w != nil && slurmfacts.ContainerCannotStart[w.Reason] {
-				why = strings.TrimSpace(w.Reason + ": " + w.Message)
-			}
-		}
-		if why != "" {
+		if why := cannotStart(p); why != "" {
 			out = append(out, fmt.Sprintf("pod %s (Slurm node %s) cannot start: %s", p.Name, slurmName(p), why))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// cannotStart is why a Pending pod cannot start, in Kubernetes' words: the scheduler's (it
+// cannot place the pod), or the kubelet's for a container it cannot start (an image it cannot
+// pull); "" for a pod that is not Pending, is leaving, or is only on its way.
+func cannotStart(p corev1.Pod) string {
+	if p.Status.Phase != corev1.PodPending || !p.DeletionTimestamp.IsZero() {
+		return ""
+	}
+	why := ""
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			why = strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := c.State.Waiting; why == "" && w != nil && slurmfacts.ContainerCannotStart[w.Reason] {
+			why = strings.TrimSpace(w.Reason + ": " + w.Message)
+		}
+	}
+	return why
 }

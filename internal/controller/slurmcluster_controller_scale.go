@@ -28,6 +28,7 @@ type SlurmAPI interface {
 	SetAddress(ctx context.Context, name, address string) error
 	SetPower(ctx context.Context, name string, up bool) error
 	Jobs(ctx context.Context) ([]slurm.Job, error)
+	SetNodeComment(ctx context.Context, name, comment string) error
 }
 
 // SlurmClientFunc returns the Slurm client of a cluster, given its JWT key.

@@ -82,7 +82,8 @@ func ReasonOwner(n Node, state string) string {
 
 // OperatorReason names, for a node the operator took out, which of its drains it is: update,
 // scale-down, pod-stopping, health (the periodic health check), kubernetes-node (its
-// Kubernetes node is cordoned, not ready, short of GPUs or has a problem condition) or other; "" for any other node.
+// Kubernetes node is cordoned, not ready, short of GPUs or has a problem condition), check or
+// other; "" for any other node.
 func OperatorReason(n Node, owner string) string {
 	if owner != OwnerOperator {
 		return ""

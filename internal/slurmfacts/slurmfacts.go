@@ -94,6 +94,12 @@ const (
 	DrainKubernetesNode = DrainReasonPrefix + "kubernetes node"
 	// DrainCheck starts the reason of a worker an active check drained ("… check NAME: OUTPUT").
 	DrainCheck = DrainReasonPrefix + "check "
+	// CommentPodCannotStart starts the comment of an elastic set's node whose pod Kubernetes
+	// cannot start ("… pod cannot start: REASON: MESSAGE"): the scheduler's words while the
+	// pod is Pending. A comment, not a drain: Slurm requeues the job of a powering-up node
+	// that is drained and powers the node down, which would remove the pod a cluster
+	// autoscaler acts on.
+	CommentPodCannotStart = DrainReasonPrefix + "pod cannot start"
 )
 
 // GPUResource is the extended resource the NVIDIA device plugin advertises, and the resource
