@@ -1,8 +1,13 @@
 package node
 
 import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
@@ -11,7 +16,8 @@ import (
 // partition of its own: both nodes show in sinfo powered down with no pod; a two-node job makes
 // Slurm power both up, the operator makes both pods on the kubelet and the job runs on them;
 // once idle past the timeout both are powered down and their pods removed; then the set is
-// removed. No other pod is replaced or restarted on the way.
+// removed. With the node's CPU taken by another pod, a job waits with Kubernetes' words on its
+// node and runs once the CPU is freed. No other pod is replaced or restarted on the way.
 func (e *env) checkElasticNodeSet() {
 	e.t.Helper()
 	e.nodeSetSpoolVolumes("burst", 2)
@@ -61,6 +67,26 @@ func (e *env) checkElasticNodeSet() {
 			e.t.Errorf("%s is drained after its power-down:\n%s", n, out)
 		}
 	}
+	// 3b. No room in Kubernetes: a pod takes the node's unrequested CPU, so the next burst pod
+	// cannot be placed. The job waits CONFIGURING, burst-0's Slurm comment carries the
+	// scheduler's words, and the job runs once the CPU is freed; the comment goes.
+	release := e.takeFreeCPU("burst-hog")
+	defer release()
+	job = strings.TrimSpace(e.onLogin("sbatch --parsable -p burst -N1 -o /tmp/burst-%j.out --wrap 'srun hostname'"))
+	e.waitFor(2*time.Minute, "burst-0 commented with the scheduler's words, job "+job+" configuring", func() (bool, string) {
+		node, _ := e.sshErr(e.login, "scontrol show node burst-0")
+		state, _ := e.sshErr(e.login, "squeue -h -j "+job+" -o %T")
+		return strings.Contains(node, "Comment=slurm-operator: pod cannot start: Unschedulable: ") && strings.Contains(node, "Insufficient cpu") &&
+			strings.TrimSpace(state) == "CONFIGURING", node + state + pods()
+	})
+	freed := time.Now()
+	release()
+	e.waitJobInSacct(job, "COMPLETED")
+	e.t.Logf("elastic set: CPU freed to the waiting job completed: %.1fs", time.Since(freed).Seconds())
+	e.waitFor(time.Minute, "burst-0's comment gone once its pod started", func() (bool, string) {
+		node, _ := e.sshErr(e.login, "scontrol show node burst-0")
+		return !strings.Contains(node, "pod cannot start"), node
+	})
 	// 4. The set removed.
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", removePatch)
 	removed = true
@@ -77,4 +103,48 @@ func (e *env) checkElasticNodeSet() {
 func (e *env) sacctState(id string) string {
 	out, _ := e.sshErr(e.login, "sacct -n -X -P -o State -j "+id)
 	return strings.TrimSpace(out)
+}
+
+// takeFreeCPU starts a pod (name) that requests all but 10m of the CPU the node's pods have not
+// requested, so that no further pod asking more than that fits; the returned func deletes it
+// and waits until it is gone.
+func (e *env) takeFreeCPU(name string) func() {
+	e.t.Helper()
+	var nodes corev1.NodeList
+	if err := json.Unmarshal([]byte(e.kubectlOK("get", "nodes", "-o", "json")), &nodes); err != nil || len(nodes.Items) != 1 {
+		e.t.Fatalf("the one node: %v (%d nodes)", err, len(nodes.Items))
+	}
+	node := nodes.Items[0]
+	var pods corev1.PodList
+	if err := json.Unmarshal([]byte(e.kubectlOK("get", "pods", "-A", "--field-selector", "spec.nodeName="+node.Name, "-o", "json")), &pods); err != nil {
+		e.t.Fatal(err)
+	}
+	free := node.Status.Allocatable.Cpu().MilliValue()
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var sum, initMax int64
+		for _, c := range p.Spec.Containers {
+			sum += c.Resources.Requests.Cpu().MilliValue()
+		}
+		for _, c := range p.Spec.InitContainers {
+			initMax = max(initMax, c.Resources.Requests.Cpu().MilliValue())
+		}
+		free -= max(sum, initMax)
+	}
+	if free <= 10 {
+		e.t.Fatalf("the node has only %dm of CPU unrequested: nothing to take", free)
+	}
+	manifest := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q},"spec":{"nodeName":%q,`+
+		`"containers":[{"name":"hog","image":"docker.io/slurm-k8s-test/pause:1","imagePullPolicy":"Never","resources":{"requests":{"cpu":"%dm"}}}]}}`,
+		name, ns, node.Name, free-10)
+	e.sh(manifest, filepath.Join(e.assets, "kubectl"), "apply", "-f", "-")
+	e.waitFor(time.Minute, name+" running", func() (bool, string) {
+		out, _ := e.kubectl("get", "pod", "-n", ns, name, "-o", "jsonpath={.status.phase}")
+		return out == "Running", out
+	})
+	return func() {
+		e.kubectlOK("delete", "pod", "-n", ns, name, "--wait=true", "--grace-period=0", "--ignore-not-found")
+	}
 }
