@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,59 +39,13 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		// The pods' slurmd reports its node booted at its start (a pod's kernel uptime is its
 		// host's, older than any power-up request); the hosts run the pods' script.
 		Expect(get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Template.Spec.Containers[0].Command).To(ContainElement(worker.ElasticWorkerScript))
-		env := []string{"SLURM_CONF_SERVER=" + worker.ConfServer(sc)}
 
 		cluster, _, _ := startSlurmWithHosts(ctx, ns, sc, 0, nil)
 		hctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 		defer cancel()
 
-		// The kubelet's part: a host per replica, from worker-0 up.
-		var mu sync.Mutex
-		var running int32
-		var kubeletErr error
-		// Set, the kubelet "cannot place" new pods: they count as running but no slurmd starts.
-		cannotPlace := false
-		started := map[int32]bool{}
-		kctx, stop := context.WithCancel(hctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for kctx.Err() == nil {
-				want := int32(0)
-				set := &appsv1.StatefulSet{}
-				if err := k8sClient.Get(kctx, key(ns, "el-worker"), set); err == nil && set.Spec.Replicas != nil {
-					want = *set.Spec.Replicas
-				}
-				mu.Lock()
-				for running < want && kubeletErr == nil {
-					if !cannotPlace {
-						kubeletErr = cluster.AddWorker(kctx, slurmharness.Host{Name: fmt.Sprintf("el-worker-%d", running), SlurmName: fmt.Sprintf("worker-%d", running),
-							SlurmdScript: worker.ElasticSlurmdScript, SlurmdEnv: env})
-						started[running] = true
-					}
-					running++
-				}
-				for running > want && kubeletErr == nil {
-					running--
-					if started[running] {
-						kubeletErr = cluster.StopWorker(kctx, fmt.Sprintf("el-worker-%d", running))
-						delete(started, running)
-					}
-				}
-				mu.Unlock()
-				select {
-				case <-kctx.Done():
-				case <-time.After(500 * time.Millisecond):
-				}
-			}
-		}()
-		DeferCleanup(func() { stop(); <-done })
-		hosts := func() int32 {
-			mu.Lock()
-			defer mu.Unlock()
-			Expect(kubeletErr).NotTo(HaveOccurred())
-			return running
-		}
+		kubelet := startHostsKubelet(hctx, cluster, sc)
+		hosts := kubelet.hosts
 		sinfo := func() string {
 			out, _ := cluster.Exec(hctx, "el-login-0", "sh", "-c", "sinfo -N -h -o '%N %t' | sort -u")
 			return strings.TrimSpace(out)
@@ -136,9 +91,7 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		Expect(waits()).To(Equal(1.0), "no other job asked for a node")
 
 		By("a pod Kubernetes cannot place: Slurm's node says why, the resume times out, Slurm downs the node and requeues the job, the operator counts the failure and removes the pod, the next job goes to another node")
-		mu.Lock()
-		cannotPlace = true
-		mu.Unlock()
+		kubelet.setCannotPlace(true)
 		out, err = cluster.Exec(hctx, "el-login-0", "sbatch", "--parsable", "-N1", "--wrap", "true")
 		Expect(err).NotTo(HaveOccurred(), out)
 		stuck := strings.TrimSpace(out)
@@ -165,9 +118,7 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(0)))
 		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "el-worker-0"}})).To(Succeed()) // as the StatefulSet would
 
-		mu.Lock()
-		cannotPlace = false // room for the next pod
-		mu.Unlock()
+		kubelet.setCannotPlace(false) // room for the next pod
 		out, err = cluster.Exec(hctx, "el-login-0", "sbatch", "--parsable", "-N1", "--wrap", "srun hostname")
 		Expect(err).NotTo(HaveOccurred(), out)
 		next := strings.TrimSpace(out)
@@ -177,11 +128,133 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		}).WithTimeout(2 * time.Minute).Should(And(ContainSubstring("JobState=COMPLETED"), ContainSubstring("NodeList=worker-1")))
 		Eventually(waits).WithTimeout(timeout).Should(Equal(2.0), "the second job's wait is in; the failed power-up adds none")
 
-		By("the admin resumes the node: its comment goes with its pod")
+		By("the node back in service, by an admin's resume or by its own registration: its comment goes")
+		// While worker-1 is up, worker-0 is the hole below it: the operator asks it up and its pod
+		// starts, and its slurmd's registration returns it to service (ReturnToService=2).
+		// Otherwise it waits, down, for the admin.
 		_, _ = cluster.Exec(hctx, "el-login-0", "scancel", stuck)
-		out, err = cluster.Exec(hctx, "el-login-0", "scontrol", "update", "nodename=worker-0", "state=resume")
-		Expect(err).NotTo(HaveOccurred(), out)
-		Eventually(showNode("worker-0")).WithTimeout(timeout).ShouldNot(ContainSubstring("pod cannot start"))
+		if strings.Contains(showNode("worker-0")(), "State=DOWN") {
+			_, _ = cluster.Exec(hctx, "el-login-0", "scontrol", "update", "nodename=worker-0", "state=resume") // refused if it has just returned
+		}
+		Eventually(showNode("worker-0")).WithTimeout(timeout).ShouldNot(Or(ContainSubstring("pod cannot start"), ContainSubstring("State=DOWN")))
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(time.Minute).Should(Equal(int32(0)))
 	})
 })
+
+// Autoscaling turned off and on again on a running set: the nodes leave and rejoin power saving
+// through slurmctld's reconfigure, with the pods the spec asks for.
+var _ = Describe("an elastic worker set turned fixed and elastic again, against a real Slurm cluster", func() {
+	It("gives the fixed set a pod per node that Slurm takes as up, then powers the idle nodes down when autoscaling returns", func(ctx SpecContext) {
+		ns, sc := minimalCluster(ctx, "tg", 2, func(sc *slurmv1alpha1.SlurmCluster) {
+			sc.Spec.SlurmNodes.Worker.GPU = ptr.To[int32](0)
+			sc.Spec.SlurmNodes.Worker.Autoscaling = &slurmv1alpha1.Autoscaling{Enabled: true, MaxSize: 2, IdleTimeoutSeconds: 20, ResumeTimeoutSeconds: 60}
+		})
+		Eventually(func() string { return slurmConf(ctx, ns, "tg") }).WithTimeout(timeout).Should(ContainSubstring("State=CLOUD"))
+		cluster, _, files := startSlurmWithHosts(ctx, ns, sc, 0, nil)
+		hctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		defer cancel()
+		kubelet := startHostsKubelet(hctx, cluster, sc)
+		sinfo := func() string {
+			out, _ := cluster.Exec(hctx, "tg-login-0", "sh", "-c", "sinfo -N -h -o '%N %t' | sort -u")
+			return strings.TrimSpace(out)
+		}
+		replicas := func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "tg-worker").Spec.Replicas }
+		Eventually(sinfo).WithTimeout(timeout).Should(Equal("worker-0 idle~\nworker-1 idle~"))
+
+		By("autoscaling off: no power saving in slurm.conf, a pod per node, both nodes up and running jobs")
+		updateSpec(ctx, ns, "tg", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Autoscaling.Enabled = false })
+		Eventually(func() string { return slurmConf(ctx, ns, "tg") }).WithTimeout(timeout).ShouldNot(Or(ContainSubstring("State=CLOUD"), ContainSubstring("ResumeProgram")))
+		Eventually(replicas).WithTimeout(timeout).Should(Equal(int32(2)))
+		Expect(cluster.UpdateSlurmFiles(files())).To(Succeed()) // the new config lands; the sidecar reconfigures
+		Eventually(kubelet.hosts).WithTimeout(timeout).Should(Equal(int32(2)))
+		Eventually(sinfo).WithTimeout(2 * time.Minute).Should(Equal("worker-0 idle\nworker-1 idle"))
+		out, err := cluster.Exec(hctx, "tg-login-0", "srun", "-N2", "hostname")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(And(ContainSubstring("tg-worker-0"), ContainSubstring("tg-worker-1")))
+
+		By("autoscaling on again: the nodes are Slurm's to power, and once idle past the timeout both go with their pods")
+		updateSpec(ctx, ns, "tg", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Autoscaling.Enabled = true })
+		Eventually(func() string { return slurmConf(ctx, ns, "tg") }).WithTimeout(timeout).Should(ContainSubstring("State=CLOUD"))
+		Expect(cluster.UpdateSlurmFiles(files())).To(Succeed())
+		Eventually(replicas).WithTimeout(2 * time.Minute).Should(Equal(int32(0)))
+		Eventually(kubelet.hosts).WithTimeout(timeout).Should(Equal(int32(0)))
+		Eventually(sinfo).WithTimeout(time.Minute).Should(Equal("worker-0 idle~\nworker-1 idle~"))
+
+		By("and a job from zero still runs")
+		out, err = cluster.Exec(hctx, "tg-login-0", "sbatch", "--parsable", "-N2", "--wrap", "srun hostname")
+		Expect(err).NotTo(HaveOccurred(), out)
+		job := strings.TrimSpace(out)
+		Eventually(func() string {
+			out, _ := cluster.Exec(hctx, "tg-login-0", "scontrol", "show", "job", job)
+			return out
+		}).WithTimeout(2 * time.Minute).Should(ContainSubstring("JobState=COMPLETED"))
+	})
+})
+
+// hostsKubelet plays the kubelet for a cluster's default worker set: a worker host for each
+// replica of its StatefulSet, started with the slurmd script its pod template runs (the
+// elastic one when the template has it), and stopped above the replicas.
+type hostsKubelet struct {
+	mu          sync.Mutex
+	running     int32
+	started     map[int32]bool
+	cannotPlace bool // new pods count as running but no slurmd starts (a pod never placed)
+	err         error
+}
+
+func startHostsKubelet(ctx context.Context, cluster *slurmharness.Cluster, sc *slurmv1alpha1.SlurmCluster) *hostsKubelet {
+	k := &hostsKubelet{started: map[int32]bool{}}
+	ns, name, env := sc.Namespace, sc.Name, []string{"SLURM_CONF_SERVER=" + worker.ConfServer(sc)}
+	kctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for kctx.Err() == nil {
+			want, script := int32(0), ""
+			set := &appsv1.StatefulSet{}
+			if err := k8sClient.Get(kctx, key(ns, name+"-worker"), set); err == nil && set.Spec.Replicas != nil {
+				want = *set.Spec.Replicas
+				if slices.Contains(set.Spec.Template.Spec.Containers[0].Command, worker.ElasticWorkerScript) {
+					script = worker.ElasticSlurmdScript
+				}
+			}
+			k.mu.Lock()
+			for k.running < want && k.err == nil {
+				if !k.cannotPlace {
+					k.err = cluster.AddWorker(kctx, slurmharness.Host{Name: fmt.Sprintf("%s-worker-%d", name, k.running), SlurmName: fmt.Sprintf("worker-%d", k.running),
+						SlurmdScript: script, SlurmdEnv: env})
+					k.started[k.running] = true
+				}
+				k.running++
+			}
+			for k.running > want && k.err == nil {
+				k.running--
+				if k.started[k.running] {
+					k.err = cluster.StopWorker(kctx, fmt.Sprintf("%s-worker-%d", name, k.running))
+					delete(k.started, k.running)
+				}
+			}
+			k.mu.Unlock()
+			select {
+			case <-kctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	DeferCleanup(func() { stop(); <-done })
+	return k
+}
+
+// hosts is the number of pods the kubelet runs (started or never placed).
+func (k *hostsKubelet) hosts() int32 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	Expect(k.err).NotTo(HaveOccurred())
+	return k.running
+}
+
+func (k *hostsKubelet) setCannotPlace(v bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cannotPlace = v
+}
