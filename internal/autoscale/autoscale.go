@@ -136,7 +136,8 @@ func CannotStart(s Set, nodes map[string]slurm.Node, why map[string]string) map[
 		want := ""
 		switch w := why[name]; {
 		case w != "" && !Off(n) && !n.Has("DOWN"):
-			want = slurmfacts.CommentPodCannotStart + ": " + w
+			// One line whatever Kubernetes wrote: a node comment is one field of sinfo's lines.
+			want = slurmfacts.CommentPodCannotStart + ": " + strings.Join(strings.Fields(w), " ")
 			if len(want) > maxComment {
 				want = strings.ToValidUTF8(want[:maxComment], "")
 			}

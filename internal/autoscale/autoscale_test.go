@@ -121,6 +121,11 @@ func TestCannotStartCommentsPoweringUpNodesWhosePodsCannotStartAndClearsItsOwnCo
 	if want := map[string]string{"gpu-0": ours, "gpu-3": "", "gpu-6": ""}; !reflect.DeepEqual(got, want) {
 		t.Errorf("comments: got %q, want %q", got, want)
 	}
+	// Words over several lines (a kubelet's pull error) become one line.
+	got = CannotStart(set, nodes(node("gpu-0", 0, "ALLOCATED", "CLOUD", "POWERING_UP")), map[string]string{"gpu-0": "ErrImagePull: failed to pull:\n\tnot found\r\n"})
+	if want := slurmfacts.CommentPodCannotStart + ": ErrImagePull: failed to pull: not found"; got["gpu-0"] != want {
+		t.Errorf("words over several lines: got %q, want %q", got["gpu-0"], want)
+	}
 	// The scheduler's words change: the comment says the new ones; very long words are cut.
 	long := "Unschedulable: " + strings.Repeat("0/300 nodes are available: ", 20)
 	got = CannotStart(set, nodes(commented("gpu-1", ours, "ALLOCATED", "CLOUD", "POWERING_UP")), map[string]string{"gpu-1": long})

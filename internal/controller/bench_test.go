@@ -28,29 +28,14 @@ import (
 // reconcile that finds nothing to change (which must be zero). Run with
 // 'make bench' (KUBEBUILDER_ASSETS set).
 func BenchmarkReconcileWrites(b *testing.B) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		b.Skip("needs KUBEBUILDER_ASSETS (make bench)")
-	}
-	env, c, _, err := kube.StartEnv([]string{filepath.Join("..", "..", "config", "crd", "bases")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
-	if err := c.Create(ctx, ns); err != nil {
-		b.Fatal(err)
-	}
+	c, direct := benchAPIServer(b)
 	sc, err := fixtures.Sample("slurm_v1alpha1_slurmcluster")
 	if err != nil {
 		b.Fatal(err)
 	}
 	sc.Namespace = "bench"
 	if err := c.Create(ctx, sc); err != nil {
-		b.Fatal(err)
-	}
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: c.Scheme()})
-	if err != nil {
 		b.Fatal(err)
 	}
 	var writes atomic.Int64
@@ -132,22 +117,8 @@ func (s *scriptedSlurm) Jobs(context.Context) ([]slurm.Job, error) { return nil,
 // status's Slurm counts once more (the job's end turns allocated nodes idle): 2 writes up, 3
 // down, none while nothing changes.
 func BenchmarkElasticWrites(b *testing.B) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		b.Skip("needs KUBEBUILDER_ASSETS (make bench)")
-	}
-	env, c, _, err := kube.StartEnv([]string{filepath.Join("..", "..", "config", "crd", "bases")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
-		b.Fatal(err)
-	}
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: c.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, direct := benchAPIServer(b)
 	var writes atomic.Int64
 	fake := &scriptedSlurm{}
 	r := &controller.SlurmClusterReconciler{Client: countingClient(direct, &writes), APIReader: direct, Scheme: c.Scheme(),
@@ -202,4 +173,26 @@ func BenchmarkElasticWrites(b *testing.B) {
 	b.ReportMetric(float64(up)/float64(b.N), "writes-up")
 	b.ReportMetric(float64(down)/float64(b.N), "writes-down")
 	b.ReportMetric(float64(steady)/float64(b.N), "writes/steady")
+}
+
+// benchAPIServer starts a real API server with the CRDs for a benchmark (stopped when it ends)
+// and a namespace "bench", and returns a client and a client that reads past any cache.
+func benchAPIServer(b *testing.B) (client.Client, client.WithWatch) {
+	b.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		b.Skip("needs KUBEBUILDER_ASSETS (make bench)")
+	}
+	env, c, _, err := kube.StartEnv([]string{filepath.Join("..", "..", "config", "crd", "bases")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = env.Stop() })
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
+		b.Fatal(err)
+	}
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: c.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, direct
 }

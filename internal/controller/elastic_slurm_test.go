@@ -54,14 +54,9 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		Consistently(hosts).WithTimeout(3 * time.Second).Should(Equal(int32(0)))
 
 		By("a two-node job: Slurm powers both nodes up, the operator makes both pods, the job runs on them")
-		out, err := cluster.Exec(hctx, "el-login-0", "sbatch", "--parsable", "-N2", "--wrap", "srun hostname")
-		Expect(err).NotTo(HaveOccurred(), out)
-		job := strings.TrimSpace(out)
+		job := sbatch(hctx, cluster, "el-login-0", "-N2", "--wrap", "srun hostname")
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(2)))
-		Eventually(func() string {
-			out, _ := cluster.Exec(hctx, "el-login-0", "scontrol", "show", "job", job)
-			return out
-		}).WithTimeout(2 * time.Minute).Should(And(ContainSubstring("JobState=COMPLETED"), ContainSubstring("NodeList=worker-[0-1]")))
+		Eventually(showJob(hctx, cluster, "el-login-0", job)).WithTimeout(2 * time.Minute).Should(And(ContainSubstring("JobState=COMPLETED"), ContainSubstring("NodeList=worker-[0-1]")))
 		power := func(state string) float64 {
 			v, _ := metricValue("slurm_operator_elastic_nodes", map[string]string{"namespace": ns, "slurmcluster": "el", "set": "worker", "power": state})
 			return v
@@ -92,9 +87,7 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 
 		By("a pod Kubernetes cannot place: Slurm's node says why, the resume times out, Slurm downs the node and requeues the job, the operator counts the failure and removes the pod, the next job goes to another node")
 		kubelet.setCannotPlace(true)
-		out, err = cluster.Exec(hctx, "el-login-0", "sbatch", "--parsable", "-N1", "--wrap", "true")
-		Expect(err).NotTo(HaveOccurred(), out)
-		stuck := strings.TrimSpace(out)
+		stuck := sbatch(hctx, cluster, "el-login-0", "-N1", "--wrap", "true")
 		DeferCleanup(func() { _, _ = cluster.Exec(context.Background(), "el-login-0", "scancel", stuck) })
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(1)))
 		pendingPod(ctx, ns, "el", 0, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
@@ -114,18 +107,13 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		Eventually(func() float64 { return power("resume_failed") }).WithTimeout(timeout).Should(Equal(1.0))
 		Expect(showNode("worker-0")()).To(And(ContainSubstring("DOWN"), ContainSubstring("Reason=ResumeTimeout reached"), ContainSubstring(why)),
 			"the node waits for an admin, and still says why its pod never came")
-		Expect(cluster.Exec(hctx, "el-login-0", "scontrol", "show", "job", stuck)).To(ContainSubstring("JobState=PENDING"), "the job is requeued, not lost")
+		Expect(showJob(hctx, cluster, "el-login-0", stuck)()).To(ContainSubstring("JobState=PENDING"), "the job is requeued, not lost")
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(0)))
 		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "el-worker-0"}})).To(Succeed()) // as the StatefulSet would
 
 		kubelet.setCannotPlace(false) // room for the next pod
-		out, err = cluster.Exec(hctx, "el-login-0", "sbatch", "--parsable", "-N1", "--wrap", "srun hostname")
-		Expect(err).NotTo(HaveOccurred(), out)
-		next := strings.TrimSpace(out)
-		Eventually(func() string {
-			out, _ := cluster.Exec(hctx, "el-login-0", "scontrol", "show", "job", next)
-			return out
-		}).WithTimeout(2 * time.Minute).Should(And(ContainSubstring("JobState=COMPLETED"), ContainSubstring("NodeList=worker-1")))
+		next := sbatch(hctx, cluster, "el-login-0", "-N1", "--wrap", "srun hostname")
+		Eventually(showJob(hctx, cluster, "el-login-0", next)).WithTimeout(2 * time.Minute).Should(And(ContainSubstring("JobState=COMPLETED"), ContainSubstring("NodeList=worker-1")))
 		Eventually(waits).WithTimeout(timeout).Should(Equal(2.0), "the second job's wait is in; the failed power-up adds none")
 
 		By("the node back in service, by an admin's resume or by its own registration: its comment goes")
@@ -181,15 +169,25 @@ var _ = Describe("an elastic worker set turned fixed and elastic again, against 
 		Eventually(sinfo).WithTimeout(time.Minute).Should(Equal("worker-0 idle~\nworker-1 idle~"))
 
 		By("and a job from zero still runs")
-		out, err = cluster.Exec(hctx, "tg-login-0", "sbatch", "--parsable", "-N2", "--wrap", "srun hostname")
-		Expect(err).NotTo(HaveOccurred(), out)
-		job := strings.TrimSpace(out)
-		Eventually(func() string {
-			out, _ := cluster.Exec(hctx, "tg-login-0", "scontrol", "show", "job", job)
-			return out
-		}).WithTimeout(2 * time.Minute).Should(ContainSubstring("JobState=COMPLETED"))
+		job := sbatch(hctx, cluster, "tg-login-0", "-N2", "--wrap", "srun hostname")
+		Eventually(showJob(hctx, cluster, "tg-login-0", job)).WithTimeout(2 * time.Minute).Should(ContainSubstring("JobState=COMPLETED"))
 	})
 })
+
+// sbatch submits a batch job from a login host and returns its ID.
+func sbatch(ctx context.Context, c *slurmharness.Cluster, login string, args ...string) string {
+	out, err := c.Exec(ctx, login, append([]string{"sbatch", "--parsable"}, args...)...)
+	Expect(err).NotTo(HaveOccurred(), out)
+	return strings.TrimSpace(out)
+}
+
+// showJob is what `scontrol show job` says of a job, asked from a login host when called.
+func showJob(ctx context.Context, c *slurmharness.Cluster, login, job string) func() string {
+	return func() string {
+		out, _ := c.Exec(ctx, login, "scontrol", "show", "job", job)
+		return out
+	}
+}
 
 // hostsKubelet plays the kubelet for a cluster's default worker set: a worker host for each
 // replica of its StatefulSet, started with the slurmd script its pod template runs (the

@@ -16,8 +16,8 @@ import (
 // partition of its own: both nodes show in sinfo powered down with no pod; a two-node job makes
 // Slurm power both up, the operator makes both pods on the kubelet and the job runs on them;
 // once idle past the timeout both are powered down and their pods removed; then the set is
-// removed. With the node's CPU taken by another pod, a job waits with Kubernetes' words on its
-// node and runs once the CPU is freed. No other pod is replaced or restarted on the way.
+// removed. With the node's CPU taken by another pod, an ordinary user's job waits with
+// Kubernetes' words on its node and runs as the user once the CPU is freed. No other pod is replaced or restarted on the way.
 func (e *env) checkElasticNodeSet() {
 	e.t.Helper()
 	e.nodeSetSpoolVolumes("burst", 2)
@@ -68,11 +68,13 @@ func (e *env) checkElasticNodeSet() {
 		}
 	}
 	// 3b. No room in Kubernetes: a pod takes the node's unrequested CPU, so the next burst pod
-	// cannot be placed. The job waits CONFIGURING, burst-0's Slurm comment carries the
-	// scheduler's words, and the job runs once the CPU is freed; the comment goes.
+	// cannot be placed. An ordinary user's job waits CONFIGURING, burst-0's Slurm comment
+	// carries the scheduler's words, and the job runs as the user once the CPU is freed; the
+	// comment goes.
+	e.onLogin(`id burst >/dev/null 2>&1 || adduser --disabled-password --comment "" burst >/dev/null`)
 	release := e.takeFreeCPU("burst-hog")
 	defer release()
-	job = strings.TrimSpace(e.onLogin("sbatch --parsable -p burst -N1 -o /tmp/burst-%j.out --wrap 'srun hostname'"))
+	job = strings.TrimSpace(e.onLogin(`su burst -c "cd && sbatch --parsable -p burst -N1 -o burst-%j.out --wrap 'srun id -un'"`))
 	e.waitFor(2*time.Minute, "burst-0 commented with the scheduler's words, job "+job+" configuring", func() (bool, string) {
 		node, _ := e.sshErr(e.login, "scontrol show node burst-0")
 		state, _ := e.sshErr(e.login, "squeue -h -j "+job+" -o %T")
@@ -83,6 +85,9 @@ func (e *env) checkElasticNodeSet() {
 	release()
 	e.waitJobInSacct(job, "COMPLETED")
 	e.t.Logf("elastic set: CPU freed to the waiting job completed: %.1fs", time.Since(freed).Seconds())
+	if out := e.onLogin("sacct -n -X -P -o User -j " + job + "; cat ~burst/burst-" + job + ".out"); strings.TrimSpace(out) != "burst\nburst" {
+		e.t.Errorf("the user's job on the elastic set: sacct's user, then what srun id -un printed:\n%s\nwant burst twice", out)
+	}
 	e.waitFor(time.Minute, "burst-0's comment gone once its pod started", func() (bool, string) {
 		node, _ := e.sshErr(e.login, "scontrol show node burst-0")
 		return !strings.Contains(node, "pod cannot start"), node
