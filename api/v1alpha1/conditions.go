@@ -68,6 +68,10 @@ const (
 	// ReasonWorkerPodsPending: worker pods the size wants cannot start (Kubernetes cannot
 	// place them, or their image cannot be pulled); the message says why, as Kubernetes does.
 	ReasonWorkerPodsPending = "WorkerPodsPending"
+	// ReasonWorkerPodsRefused: worker pods the size wants do not exist because Kubernetes
+	// refused to create them (a ResourceQuota, a LimitRange, an admission webhook); the
+	// message gives the API server's words, from the StatefulSet's FailedCreate event.
+	ReasonWorkerPodsRefused = "WorkerPodsRefused"
 	// ReasonWorkerNodeUnhealthy: worker pods are not ready because their Kubernetes node is
 	// not sound (not ready: lost, shut down or cut off from the API server; cordoned; short of
 	// GPUs); the message names each pod, its node and what is wrong.
@@ -185,6 +189,9 @@ const (
 	// EventWorkerPodPending: a worker pod the size wants cannot start; the note names it and
 	// Kubernetes' reason.
 	EventWorkerPodPending = "WorkerPodPending"
+	// EventWorkerPodRefused: Kubernetes refused to create a worker pod the size wants; the
+	// note names it and gives the API server's words.
+	EventWorkerPodRefused = "WorkerPodRefused"
 	// EventWorkerNodeLost: a worker pod is stranded on a lost Kubernetes node.
 	EventWorkerNodeLost = "WorkerNodeLost"
 )

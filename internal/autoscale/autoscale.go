@@ -7,6 +7,7 @@ package autoscale
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,6 +147,52 @@ func CannotStart(s Set, nodes map[string]slurm.Node, why map[string]string) map[
 		}
 		if want != n.Comment {
 			out[name] = want
+		}
+	}
+	return out
+}
+
+// WaitingNodes are the set's nodes whose pods Kubernetes cannot start and that are not down,
+// with Kubernetes' words, by node (comments: the nodes' comments once CannotStart's are
+// written).
+func WaitingNodes(s Set, nodes map[string]slurm.Node, comments map[string]string) map[string]string {
+	out := map[string]string{}
+	for i := int32(0); i < s.MaxSize; i++ {
+		name := s.NodeName(i)
+		c, ok := comments[name]
+		if !ok {
+			c = nodes[name].Comment
+		}
+		if why, ours := strings.CutPrefix(c, slurmfacts.CommentPodCannotStart+": "); ours && !nodes[name].Has("DOWN") {
+			out[name] = why
+		}
+	}
+	return out
+}
+
+// JobComments decides the admin comments of the jobs that wait for those nodes (waiting, from
+// WaitingNodes), by job id: a job CONFIGURING on such a node gets the node's words, so that the
+// job itself says why it waits (squeue's reason for it is None). A job's admin comment someone
+// else wrote is left alone, and one that already says so is not written again. The comment
+// stays once the job runs: sacct keeps it as the record of the wait.
+func JobComments(waiting map[string]string, jobs []slurm.Job) map[int64]string {
+	out := map[int64]string{}
+	for _, j := range jobs {
+		if !slices.Contains(j.State, "CONFIGURING") || j.Resources == nil ||
+			j.AdminComment != "" && !strings.HasPrefix(j.AdminComment, slurmfacts.JobCommentWaitsForPod) {
+			continue
+		}
+		for _, name := range j.NodeNames() {
+			if why, ok := waiting[name]; ok {
+				want := slurmfacts.JobCommentWaitsForPod + name + ": " + why
+				if len(want) > maxComment {
+					want = strings.ToValidUTF8(want[:maxComment], "")
+				}
+				if want != j.AdminComment {
+					out[j.ID] = want
+				}
+				break
+			}
 		}
 	}
 	return out

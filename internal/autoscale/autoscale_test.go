@@ -133,3 +133,43 @@ func TestCannotStartCommentsPoweringUpNodesWhosePodsCannotStartAndClearsItsOwnCo
 		t.Errorf("a new, long reason: got %q (%d bytes)", c, len(c))
 	}
 }
+
+func TestTheJobsWaitingForNodesWhosePodsCannotStartSaySoInTheirAdminComment(t *testing.T) {
+	set := Set{Name: "gpu", MaxSize: 4}
+	why := "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+	ours := slurmfacts.CommentPodCannotStart + ": " + why
+	commented := func(name, comment string, state ...string) slurm.Node {
+		n := node(name, 0, state...)
+		n.Comment = comment
+		return n
+	}
+	ns := nodes(
+		node("gpu-0", 0, "ALLOCATED", "CLOUD", "POWERING_UP"), // commented by CannotStart this look
+		commented("gpu-1", ours, "ALLOCATED", "CLOUD", "POWERING_UP"),
+		commented("gpu-2", ours, "DOWN", "CLOUD", "POWERED_DOWN"), // down: its job was requeued
+		commented("gpu-3", ours, "ALLOCATED", "CLOUD"),            // its pod started: cleared this look
+	)
+	waiting := WaitingNodes(set, ns, map[string]string{"gpu-0": ours, "gpu-3": ""})
+	if want := map[string]string{"gpu-0": why, "gpu-1": why}; !reflect.DeepEqual(waiting, want) {
+		t.Fatalf("waiting nodes: got %q, want %q", waiting, want)
+	}
+	job := func(id int64, admin string, state string, on ...string) slurm.Job {
+		j := slurm.Job{ID: id, AdminComment: admin, State: []string{state}}
+		j.OnNodes(on...)
+		return j
+	}
+	said := slurmfacts.JobCommentWaitsForPod + "gpu-1: " + why
+	got := JobComments(waiting, []slurm.Job{
+		job(1, "", "CONFIGURING", "gpu-3", "gpu-0"),          // the first waiting node it has
+		job(2, said, "CONFIGURING", "gpu-1"),                 // already says so
+		job(3, "billing: project x", "CONFIGURING", "gpu-1"), // an admin's comment stays
+		job(4, "", "RUNNING", "gpu-1"),                       // not waiting
+		job(5, "", "CONFIGURING", "gpu-3"),                   // its node's pod started
+		{ID: 6, State: []string{"PENDING"}},                  // no nodes yet
+		job(7, slurmfacts.JobCommentWaitsForPod+"gpu-1: Unschedulable: old words", "CONFIGURING", "gpu-1"),
+	})
+	want := map[int64]string{1: slurmfacts.JobCommentWaitsForPod + "gpu-0: " + why, 7: said}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("job comments: got %v, want %v", got, want)
+	}
+}

@@ -51,18 +51,7 @@ func TestWaitsAreTakenOncePerJobWhenAllItsNodesAreReady(t *testing.T) {
 		j := slurm.Job{ID: id, State: state,
 			SubmitTime: slurm.Number{Set: true, Number: t0.Add(submitted).Unix()},
 			StartTime:  slurm.Number{Set: true, Number: t0.Add(started).Unix()}}
-		j.Resources = &struct {
-			Nodes struct {
-				Allocation []struct {
-					Name string `json:"name"`
-				} `json:"allocation"`
-			} `json:"nodes"`
-		}{}
-		for _, n := range on {
-			j.Resources.Nodes.Allocation = append(j.Resources.Nodes.Allocation, struct {
-				Name string `json:"name"`
-			}{Name: n})
-		}
+		j.OnNodes(on...)
 		return j
 	}
 	set := Set{Name: "gpu", MaxSize: 3}

@@ -70,6 +70,11 @@ func (a *adminSlurm) SetPower(context.Context, string, bool) error {
 	return errors.New("no elastic set here: SetPower is not expected")
 }
 
+// SetJobAdminComment is not asked: only jobs waiting for elastic sets' pods are commented.
+func (a *adminSlurm) SetJobAdminComment(context.Context, int64, string) error {
+	return errors.New("no elastic set here: SetJobAdminComment is not expected")
+}
+
 // SetNodeComment is not asked: only elastic sets' pods that cannot start comment nodes.
 func (a *adminSlurm) SetNodeComment(context.Context, string, string) error {
 	return errors.New("no elastic set here: SetNodeComment is not expected")

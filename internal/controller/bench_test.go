@@ -107,7 +107,8 @@ func (s *scriptedSlurm) SetAddress(context.Context, string, string) error    { r
 func (s *scriptedSlurm) SetNodeComment(context.Context, string, string) error {
 	return nil
 }
-func (s *scriptedSlurm) Jobs(context.Context) ([]slurm.Job, error) { return nil, nil }
+func (s *scriptedSlurm) SetJobAdminComment(context.Context, int64, string) error { return nil }
+func (s *scriptedSlurm) Jobs(context.Context) ([]slurm.Job, error)               { return nil, nil }
 
 // BenchmarkElasticWrites counts the API writes of an elastic set's scale from zero and back
 // against a real API server: two nodes powered up by Slurm for a job (pods 0 → 2), up, idle

@@ -99,6 +99,9 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		}
 		const why = "Comment=slurm-operator: pod cannot start: Unschedulable: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
 		Eventually(showNode("worker-0")).WithTimeout(timeout).Should(And(ContainSubstring(why), ContainSubstring("POWERING_UP")))
+		const jobWhy = "AdminComment=slurm-operator: waits for the pod of worker-0: Unschedulable: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+		Eventually(showJob(hctx, cluster, "el-login-0", stuck)).WithTimeout(timeout).Should(And(ContainSubstring(jobWhy), ContainSubstring("JobState=CONFIGURING")),
+			"the job itself says why it waits")
 		failures := func() float64 {
 			v, _ := metricValue("slurm_operator_elastic_resume_failures_total", map[string]string{"namespace": ns, "slurmcluster": "el", "set": "worker"})
 			return v
@@ -107,7 +110,8 @@ var _ = Describe("an elastic worker set against a real Slurm cluster", func() {
 		Eventually(func() float64 { return power("resume_failed") }).WithTimeout(timeout).Should(Equal(1.0))
 		Expect(showNode("worker-0")()).To(And(ContainSubstring("DOWN"), ContainSubstring("Reason=ResumeTimeout reached"), ContainSubstring(why)),
 			"the node waits for an admin, and still says why its pod never came")
-		Expect(showJob(hctx, cluster, "el-login-0", stuck)()).To(ContainSubstring("JobState=PENDING"), "the job is requeued, not lost")
+		Expect(showJob(hctx, cluster, "el-login-0", stuck)()).To(And(ContainSubstring("JobState=PENDING"), ContainSubstring(jobWhy)),
+			"the job is requeued, not lost, and still says what it waited for")
 		Eventually(func() int32 { return *get(ctx, &appsv1.StatefulSet{}, ns, "el-worker").Spec.Replicas }).WithTimeout(timeout).Should(Equal(int32(0)))
 		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "el-worker-0"}})).To(Succeed()) // as the StatefulSet would
 

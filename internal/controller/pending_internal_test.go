@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,5 +52,43 @@ func TestWhichWorkerPodsCannotStartAndWhetherSlurmdEverRegistered(t *testing.T) 
 		if got := slurmdNeverRegistered(pod("1", corev1.PodPending, tc.st)); got != tc.want {
 			t.Errorf("%s: never registered = %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+func TestWhichMissingPodsKubernetesRefusedToCreate(t *testing.T) {
+	at := func(sec int) metav1.Time { return metav1.NewTime(time.Date(2026, 12, 6, 1, 0, sec, 0, time.UTC)) }
+	ev := func(reason, msg string, last metav1.Time) corev1.Event {
+		return corev1.Event{Reason: reason, Message: msg, LastTimestamp: last}
+	}
+	quota := `pods "c-burst-1" is forbidden: exceeded quota: q, requested: pods=1, used: pods=9, limited: pods=9`
+	// Kubernetes 1.37 writes "Create Pod …", older releases "create Pod …": both are read.
+	events := []corev1.Event{
+		// burst-0: refused, then created: a pod missing now (replaced) is not refused.
+		ev("FailedCreate", "create Pod c-burst-0 in StatefulSet c-burst failed error: denied", at(1)),
+		ev("SuccessfulCreate", "create Pod c-burst-0 in StatefulSet c-burst successful", at(2)),
+		// burst-1: created once, then refused (the event aggregated).
+		ev("SuccessfulCreate", "create Pod c-burst-1 in StatefulSet c-burst successful", at(1)),
+		ev("FailedCreate", "(combined from similar events): Create Pod c-burst-1 in StatefulSet c-burst failed error: "+quota, at(5)),
+		// burst-2: its claim refused (a new-style event: its time is in eventTime).
+		{Reason: "FailedCreate", Message: `Create Claim spool-c-burst-2 for Pod c-burst-2 in StatefulSet c-burst failed error: persistentvolumeclaims "spool-c-burst-2" is forbidden: exceeded quota`,
+			EventTime: metav1.NewMicroTime(at(3).Time)},
+		// burst-3: a failure and a success in the same second: the success counts.
+		ev("FailedCreate", "create Pod c-burst-3 in StatefulSet c-burst failed error: denied", at(4)),
+		ev("SuccessfulCreate", "create Pod c-burst-3 in StatefulSet c-burst successful", at(4)),
+		// burst-4: its claim created, then the pod refused; burst-5 refused but it exists.
+		ev("SuccessfulCreate", "Create Claim spool-c-burst-4 Pod c-burst-4 in StatefulSet c-burst success", at(6)),
+		ev("FailedCreate", "create Pod c-burst-4 in StatefulSet c-burst failed error: denied", at(6)),
+		ev("FailedCreate", "create Pod c-burst-5 in StatefulSet c-burst failed error: denied", at(6)),
+		ev("SuccessfulDelete", "delete Pod c-burst-6 in StatefulSet c-burst successful", at(7)),
+	}
+	missing := map[string]string{"c-burst-0": "burst-0", "c-burst-1": "burst-1", "c-burst-2": "burst-2", "c-burst-3": "burst-3", "c-burst-4": "burst-4", "c-burst-6": "burst-6"}
+	got := refusedPods(missing, events)
+	want := map[string]string{
+		"c-burst-1": "FailedCreate: " + quota,
+		"c-burst-2": `FailedCreate: persistentvolumeclaims "spool-c-burst-2" is forbidden: exceeded quota`,
+		"c-burst-4": "FailedCreate: denied",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("refusedPods:\n%q\nwant\n%q", got, want)
 	}
 }

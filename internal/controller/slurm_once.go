@@ -70,6 +70,14 @@ func (c *slurmOnce) SetNodeComment(ctx context.Context, name, comment string) er
 	return err
 }
 
+// SetJobAdminComment changes a job's admin comment (the nodes are not asked about).
+func (c *slurmOnce) SetJobAdminComment(ctx context.Context, id int64, comment string) error {
+	start := time.Now()
+	err := c.api.SetJobAdminComment(ctx, id, comment)
+	observeSlurm("set-job-comment", time.Since(start), err)
+	return err
+}
+
 // Jobs lists slurmctld's jobs; the answer is not kept (only an elastic set's ended power-ups ask).
 func (c *slurmOnce) Jobs(ctx context.Context) ([]slurm.Job, error) {
 	start := time.Now()

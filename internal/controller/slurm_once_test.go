@@ -19,6 +19,10 @@ func (c *countingSlurm) Drain(context.Context, string, string) error      { c.wr
 func (c *countingSlurm) SetAddress(context.Context, string, string) error { c.writes++; return nil }
 func (c *countingSlurm) SetPower(context.Context, string, bool) error     { c.writes++; return nil }
 func (c *countingSlurm) Jobs(context.Context) ([]slurm.Job, error)        { return nil, nil }
+func (c *countingSlurm) SetJobAdminComment(context.Context, int64, string) error {
+	c.writes++
+	return nil
+}
 func (c *countingSlurm) SetNodeComment(context.Context, string, string) error {
 	c.writes++
 	return nil

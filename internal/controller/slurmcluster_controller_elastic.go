@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
@@ -61,15 +63,23 @@ func (r *SlurmClusterReconciler) decideElastic(ctx context.Context, sc *slurmv1a
 }
 
 // markPodsThatCannotStart comments in Slurm the set's nodes being powered up whose pods
-// Kubernetes cannot start, with its words, and clears those comments once the pods are placed
-// or gone (autoscale.CannotStart). It reads Slurm's nodes again: the power changes above may
-// have changed them. Errors wait for the next look.
+// Kubernetes cannot start or refused to create (refusedInSet), with its words, and clears
+// those comments once the pods are placed or gone (autoscale.CannotStart); the jobs waiting for
+// those nodes get the words as their admin comment (autoscale.JobComments). It reads Slurm's
+// nodes again: the power changes above may have changed them. Errors wait for the next look.
 func (r *SlurmClusterReconciler) markPodsThatCannotStart(ctx context.Context, sc *slurmv1alpha1.SlurmCluster, s autoscale.Set, api SlurmAPI) {
 	pods, err := r.podsOf(ctx, sc, slurmv1alpha1.ComponentWorker)
 	if err != nil {
 		return
 	}
 	why := map[string]string{}
+	sts := &appsv1.StatefulSet{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.WorkerSetStatefulSetName(s.Name)}, sts); err == nil {
+		why = r.refusedInSet(ctx, s.Name, s.MaxSize, sts, pods.Items)
+		if why == nil {
+			why = map[string]string{}
+		}
+	}
 	for _, p := range podsOfSet(pods.Items, s.Name) {
 		if w := cannotStart(p); w != "" {
 			why[slurmName(p)] = w
@@ -83,10 +93,25 @@ func (r *SlurmClusterReconciler) markPodsThatCannotStart(ctx context.Context, sc
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
-	for name, comment := range autoscale.CannotStart(s, byName, why) {
+	comments := autoscale.CannotStart(s, byName, why)
+	for name, comment := range comments {
 		log.FromContext(ctx).Info("an elastic node's pod cannot start: saying so in Slurm", "node", name, "comment", comment)
 		if err := api.SetNodeComment(ctx, name, comment); err != nil {
 			log.FromContext(ctx).Info("commenting an elastic node failed; trying again on the next look", "node", name, "error", err.Error())
+		}
+	}
+	waiting := autoscale.WaitingNodes(s, byName, comments)
+	if len(waiting) == 0 {
+		return
+	}
+	jobs, err := api.Jobs(ctx)
+	if err != nil {
+		return
+	}
+	for id, comment := range autoscale.JobComments(waiting, jobs) {
+		log.FromContext(ctx).Info("a job waits for an elastic node's pod: saying so on the job", "job", id, "adminComment", comment)
+		if err := api.SetJobAdminComment(ctx, id, comment); err != nil {
+			log.FromContext(ctx).Info("commenting a waiting job failed; trying again on the next look", "job", id, "error", err.Error())
 		}
 	}
 }

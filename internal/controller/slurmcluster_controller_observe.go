@@ -63,6 +63,9 @@ type observed struct {
 	slurmReached  bool
 	// pendingWorkers name the worker pods the size wants that cannot start, and why.
 	pendingWorkers []string
+	// refusedWorkers are the worker pods the size wants that Kubernetes refused to create,
+	// by Slurm node name, with its words ("FailedCreate: ...").
+	refusedWorkers map[string]string
 	// unhealthyNodeWorkers name the worker pods that are not ready on a Kubernetes node that
 	// is not sound (not ready: lost, shut down or cut off; cordoned; short of GPUs), with the
 	// node and what is wrong with it.

@@ -29,6 +29,7 @@ type SlurmAPI interface {
 	SetPower(ctx context.Context, name string, up bool) error
 	Jobs(ctx context.Context) ([]slurm.Job, error)
 	SetNodeComment(ctx context.Context, name, comment string) error
+	SetJobAdminComment(ctx context.Context, id int64, comment string) error
 }
 
 // SlurmClientFunc returns the Slurm client of a cluster, given its JWT key.

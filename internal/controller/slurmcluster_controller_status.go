@@ -48,15 +48,21 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 	} else {
 		set(slurmv1alpha1.ConditionControllerAvailable, ctlOK, ctlReason, ctlMsg)
 		wOK, wReason, wMsg := statefulSetCondition(o.worker, "worker")
-		if !wOK && len(o.pendingWorkers) > 0 {
-			named := o.pendingWorkers[:min(len(o.pendingWorkers), maxNamedPending)]
-			wReason, wMsg = slurmv1alpha1.ReasonWorkerPodsPending, wMsg+"; "+strings.Join(named, "; ")
-			if more := len(o.pendingWorkers) - len(named); more > 0 {
+		// A pod of any set that cannot start, or that Kubernetes refused to create, means a
+		// set cannot reach its size (an elastic one cannot grow), even while the default
+		// set's pods are all ready.
+		if cannot := cannotStartWorkers(sc, o); len(cannot) > 0 {
+			named := cannot[:min(len(cannot), maxNamedPending)]
+			wOK, wReason, wMsg = false, slurmv1alpha1.ReasonWorkerPodsPending, wMsg+"; "+strings.Join(named, "; ")
+			if len(o.pendingWorkers) == 0 {
+				wReason = slurmv1alpha1.ReasonWorkerPodsRefused
+			}
+			if more := len(cannot) - len(named); more > 0 {
 				wMsg += fmt.Sprintf("; and %d more", more)
 			}
 		}
 		if !wOK && len(o.unhealthyNodeWorkers) > 0 {
-			if wReason != slurmv1alpha1.ReasonWorkerPodsPending {
+			if wReason != slurmv1alpha1.ReasonWorkerPodsPending && wReason != slurmv1alpha1.ReasonWorkerPodsRefused {
 				wReason = slurmv1alpha1.ReasonWorkerNodeUnhealthy
 			}
 			wMsg += "; " + strings.Join(o.unhealthyNodeWorkers, "; ")

@@ -78,6 +78,31 @@ func TestComputeStatus(t *testing.T) {
 					t.Errorf("WorkersAvailable: %+v", c)
 				}
 			}},
+		{name: "a node set's pod Kubernetes refused, the default set ready: WorkersAvailable says which and why, the cluster still Available", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			edit: func(sc *slurmv1alpha1.SlurmCluster, o *observed) {
+				sc.Spec.SlurmNodes.NodeSets = []slurmv1alpha1.NodeSet{{Name: "burst", Size: 2}}
+				o.refusedWorkers = map[string]string{"burst-1": `FailedCreate: pods "demo-burst-1" is forbidden: exceeded quota: q, requested: pods=1, used: pods=9, limited: pods=9`}
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionWorkersAvailable)
+				if c == nil || c.Status != metav1.ConditionFalse || c.Reason != slurmv1alpha1.ReasonWorkerPodsRefused ||
+					c.Message != `2/2 worker pods ready; pod demo-burst-1 (Slurm node burst-1) cannot be created: pods "demo-burst-1" is forbidden: exceeded quota: q, requested: pods=1, used: pods=9, limited: pods=9` {
+					t.Errorf("WorkersAvailable: %+v", c)
+				}
+			}},
+		{name: "a pod pending and one refused: both named, pending first", wantAvail: metav1.ConditionTrue, wantReason: "ClusterReady",
+			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
+				o.worker = sts(2, 1)
+				o.pendingWorkers = []string{"pod demo-worker-0 (Slurm node worker-0) cannot start: Unschedulable: 0/1 nodes are available"}
+				o.refusedWorkers = map[string]string{"worker-1": "FailedCreate: denied"}
+			},
+			check: func(t *testing.T, st slurmv1alpha1.SlurmClusterStatus) {
+				c := meta.FindStatusCondition(st.Conditions, slurmv1alpha1.ConditionWorkersAvailable)
+				if c == nil || c.Reason != slurmv1alpha1.ReasonWorkerPodsPending ||
+					c.Message != "1/2 worker pods ready; pod demo-worker-0 (Slurm node worker-0) cannot start: Unschedulable: 0/1 nodes are available; pod demo-worker-1 (Slurm node worker-1) cannot be created: denied" {
+					t.Errorf("WorkersAvailable: %+v", c)
+				}
+			}},
 		{name: "a render error is this generation's status: Degraded says it", wantAvail: metav1.ConditionFalse, wantReason: "RenderFailed",
 			edit: func(_ *slurmv1alpha1.SlurmCluster, o *observed) {
 				o.renderErr = errString("volume source x is missing")

@@ -271,24 +271,20 @@ type Job struct {
 	ID   int64  `json:"job_id"`
 	Name string `json:"name"`
 	// Comment is the job's comment (sbatch --comment, or scontrol update from the job itself).
-	Comment string   `json:"comment"`
-	State   []string `json:"job_state"`
-	Nodes   string   `json:"nodes"`
-	Exit    struct {
+	Comment string `json:"comment"`
+	// AdminComment is the job's administrator comment (scontrol update job AdminComment=…).
+	AdminComment string   `json:"admin_comment"`
+	State        []string `json:"job_state"`
+	Nodes        string   `json:"nodes"`
+	Exit         struct {
 		ReturnCode struct {
 			Number int64 `json:"number"`
 		} `json:"return_code"`
 	} `json:"exit_code"`
-	Resources *struct {
-		Nodes struct {
-			Allocation []struct {
-				Name string `json:"name"`
-			} `json:"allocation"`
-		} `json:"nodes"`
-	} `json:"job_resources"`
-	Partition string `json:"partition"`
-	User      string `json:"user_name"`
-	Account   string `json:"account"`
+	Resources *JobResources `json:"job_resources"`
+	Partition string        `json:"partition"`
+	User      string        `json:"user_name"`
+	Account   string        `json:"account"`
 	// Reason is why a pending job waits (Resources, Priority, ReqNodeNotAvail, …); None when
 	// it runs.
 	Reason string `json:"state_reason"`
@@ -302,6 +298,26 @@ type Job struct {
 	// StartTime is when the job was given its nodes (before they are powered up, for nodes
 	// that power saving holds down), or when a pending job is expected to start.
 	StartTime Number `json:"start_time"`
+}
+
+// JobResources are what a job was given.
+type JobResources struct {
+	Nodes struct {
+		Allocation []NodeAllocation `json:"allocation"`
+	} `json:"nodes"`
+}
+
+// NodeAllocation is one node a job was given.
+type NodeAllocation struct {
+	Name string `json:"name"`
+}
+
+// OnNodes gives the job the named nodes (for tests and stand-ins).
+func (j *Job) OnNodes(names ...string) {
+	j.Resources = &JobResources{}
+	for _, n := range names {
+		j.Resources.Nodes.Allocation = append(j.Resources.Nodes.Allocation, NodeAllocation{Name: n})
+	}
 }
 
 // NodeNames are the nodes the job holds, or, before it starts, those it asked for by name.

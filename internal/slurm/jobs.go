@@ -91,6 +91,12 @@ func (c *Client) SetNodeComment(ctx context.Context, name, comment string) error
 	return c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/node/"+name, map[string]any{"comment": comment}, nil)
 }
 
+// SetJobAdminComment sets a job's administrator comment (scontrol update job=ID
+// AdminComment=…).
+func (c *Client) SetJobAdminComment(ctx context.Context, id int64, comment string) error {
+	return c.do(ctx, http.MethodPost, "/slurm/"+APIVersion+"/job/"+strconv.FormatInt(id, 10), map[string]any{"admin_comment": comment}, nil)
+}
+
 // Job returns one job, and false when slurmctld no longer knows it (it ended more than
 // MinJobAge ago, or never was).
 func (c *Client) Job(ctx context.Context, id int64) (Job, bool, error) {

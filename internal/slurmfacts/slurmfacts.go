@@ -100,6 +100,11 @@ const (
 	// that is drained and powers the node down, which would remove the pod a cluster
 	// autoscaler acts on.
 	CommentPodCannotStart = DrainReasonPrefix + "pod cannot start"
+	// JobCommentWaitsForPod starts the admin comment of a job that waits (CONFIGURING) for an
+	// elastic node whose pod Kubernetes cannot start ("… waits for the pod of NODE: REASON:
+	// MESSAGE"): squeue's reason for such a job is None. It stays on the job as a record
+	// (sacct -o AdminComment).
+	JobCommentWaitsForPod = DrainReasonPrefix + "waits for the pod of "
 )
 
 // GPUResource is the extended resource the NVIDIA device plugin advertises, and the resource

@@ -17,7 +17,9 @@ import (
 // Slurm power both up, the operator makes both pods on the kubelet and the job runs on them;
 // once idle past the timeout both are powered down and their pods removed; then the set is
 // removed. With the node's CPU taken by another pod, an ordinary user's job waits with
-// Kubernetes' words on its node and runs as the user once the CPU is freed. No other pod is replaced or restarted on the way.
+// Kubernetes' words on its node and on the job, and runs as the user once the CPU is freed;
+// with the namespace's pod quota spent, a job waits with the API server's refusal there and in
+// WorkersAvailable until the quota goes. No other pod is replaced or restarted on the way.
 func (e *env) checkElasticNodeSet() {
 	e.t.Helper()
 	e.nodeSetSpoolVolumes("burst", 2)
@@ -77,9 +79,10 @@ func (e *env) checkElasticNodeSet() {
 	job = strings.TrimSpace(e.onLogin(`su burst -c "cd && sbatch --parsable -p burst -N1 -o burst-%j.out --wrap 'srun id -un'"`))
 	e.waitFor(2*time.Minute, "burst-0 commented with the scheduler's words, job "+job+" configuring", func() (bool, string) {
 		node, _ := e.sshErr(e.login, "scontrol show node burst-0")
-		state, _ := e.sshErr(e.login, "squeue -h -j "+job+" -o %T")
+		show, _ := e.sshErr(e.login, "scontrol show job "+job)
 		return strings.Contains(node, "Comment=slurm-operator: pod cannot start: Unschedulable: ") && strings.Contains(node, "Insufficient cpu") &&
-			strings.TrimSpace(state) == "CONFIGURING", node + state + pods()
+			strings.Contains(show, "JobState=CONFIGURING ") && strings.Contains(show, "AdminComment=slurm-operator: waits for the pod of burst-0: Unschedulable: ") &&
+			strings.Contains(show, "Insufficient cpu"), node + show + pods()
 	})
 	freed := time.Now()
 	release()
@@ -88,10 +91,18 @@ func (e *env) checkElasticNodeSet() {
 	if out := e.onLogin("sacct -n -X -P -o User -j " + job + "; cat ~burst/burst-" + job + ".out"); strings.TrimSpace(out) != "burst\nburst" {
 		e.t.Errorf("the user's job on the elastic set: sacct's user, then what srun id -un printed:\n%s\nwant burst twice", out)
 	}
+	if out := e.onLogin("sacct -n -X -P -o AdminComment -j " + job); !strings.HasPrefix(out, "slurm-operator: waits for the pod of burst-0: Unschedulable: ") {
+		e.t.Errorf("sacct keeps no record of what the job waited for: %q", out)
+	}
 	e.waitFor(time.Minute, "burst-0's comment gone once its pod started", func() (bool, string) {
 		node, _ := e.sshErr(e.login, "scontrol show node burst-0")
 		return !strings.Contains(node, "pod cannot start"), node
 	})
+	// 3c. Kubernetes refuses the pod: a ResourceQuota allows the namespace no more pods than it
+	// has. A two-node job waits CONFIGURING, the node whose pod was refused carries the API
+	// server's words as its comment, WorkersAvailable says WorkerPodsRefused with them, and the
+	// job runs once the quota goes.
+	e.checkQuotaRefusesABurstPod(pods)
 	// 4. The set removed.
 	e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p", removePatch)
 	removed = true
@@ -102,6 +113,52 @@ func (e *env) checkElasticNodeSet() {
 			e.t.Errorf("pod %s was replaced or restarted: %q, then %q", name, was, after[name])
 		}
 	}
+}
+
+// checkQuotaRefusesABurstPod is step 3c of checkElasticNodeSet.
+func (e *env) checkQuotaRefusesABurstPod(pods func() string) {
+	e.t.Helper()
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(e.kubectlOK("get", "pods", "-n", ns, "-o", "json")), &list); err != nil {
+		e.t.Fatal(err)
+	}
+	used := 0
+	for _, p := range list.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			used++
+		}
+	}
+	e.sh(fmt.Sprintf(`{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"burst-quota","namespace":%q},"spec":{"hard":{"pods":"%d"}}}`, ns, used),
+		filepath.Join(e.assets, "kubectl"), "apply", "-f", "-")
+	lift := func() { e.kubectlOK("delete", "resourcequota", "-n", ns, "burst-quota", "--ignore-not-found") }
+	defer lift()
+	e.waitFor(time.Minute, "the quota counted", func() (bool, string) {
+		out, _ := e.kubectl("get", "resourcequota", "-n", ns, "burst-quota", "-o", "jsonpath={.status.used.pods}")
+		return out != "", out
+	})
+	job := strings.TrimSpace(e.onLogin("sbatch --parsable -p burst -N2 -o /tmp/burst-%j.out --wrap 'srun hostname'"))
+	e.waitFor(2*time.Minute, "a burst node commented with the quota's refusal, WorkersAvailable=WorkerPodsRefused, job "+job+" configuring", func() (bool, string) {
+		nodes, _ := e.sshErr(e.login, "sinfo -h -p burst -N -O NodeList:10,Comment:300")
+		cond, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="WorkersAvailable")].reason} {.status.conditions[?(@.type=="WorkersAvailable")].message}`)
+		show, _ := e.sshErr(e.login, "scontrol show job "+job)
+		quota := "exceeded quota: burst-quota"
+		commented := strings.Contains(nodes, "slurm-operator: pod cannot start: FailedCreate: pods ") && strings.Contains(nodes, quota)
+		named := strings.HasPrefix(cond, "WorkerPodsRefused ") && strings.Contains(cond, "cannot be created: pods ") && strings.Contains(cond, quota)
+		waits := strings.Contains(show, "JobState=CONFIGURING ") && strings.Contains(show, "AdminComment=slurm-operator: waits for the pod of burst-") && strings.Contains(show, quota)
+		return commented && named && waits, nodes + cond + "\n" + show + pods()
+	})
+	if out := e.kubectlOK("get", "events", "-n", ns, "--field-selector", "reason=WorkerPodRefused", "-o", "jsonpath={.items[*].note}{.items[*].message}"); !strings.Contains(out, "exceeded quota: burst-quota") {
+		e.t.Errorf("no WorkerPodRefused event gives the quota's words: %q", out)
+	}
+	lifted := time.Now()
+	lift()
+	e.waitJobInSacct(job, "COMPLETED")
+	e.t.Logf("elastic set: quota lifted to the refused job completed: %.1fs", time.Since(lifted).Seconds())
+	e.waitFor(time.Minute, "WorkersAvailable true and the comments gone once the pods exist", func() (bool, string) {
+		nodes, _ := e.sshErr(e.login, "sinfo -h -p burst -N -O NodeList:10,Comment:300")
+		cond, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="WorkersAvailable")].status}`)
+		return !strings.Contains(nodes, "pod cannot start") && cond == "True", nodes + cond
+	})
 }
 
 // sacctState is the job's state in sacct ("" when sacct does not answer).

@@ -399,7 +399,7 @@ chmod 755 /usr/local/bin/step-look`)
 		e.with(t).checkNodeSet()
 	})
 
-	t.Run("an elastic node set shows its two nodes powered down with no pod, runs a two-node job from zero on pods the operator makes, removes them once idle, and with no CPU left for its pod says why on the node until the CPU is freed", func(t *testing.T) {
+	t.Run("an elastic node set shows its two nodes powered down with no pod, runs a two-node job from zero on pods the operator makes, removes them once idle, and with no CPU left for its pod says why on the node until the CPU is freed, and with the namespace's pod quota spent says so on the node and in the status until it is lifted", func(t *testing.T) {
 		e.with(t).checkElasticNodeSet()
 	})
 
