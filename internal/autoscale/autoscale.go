@@ -53,6 +53,14 @@ func Off(n slurm.Node) bool {
 	return (n.Has("POWERED_DOWN") || n.Has("POWERING_DOWN")) && !n.Busy()
 }
 
+// PoweringUp says whether Slurm is powering the node up: POWERING_UP, or powered down and
+// already given a job. Slurm allocates a powered-down node first and marks it POWERING_UP on
+// its power-save thread's next pass (up to power_save_interval later, 10 s by default); the
+// operator makes the pod at once, and a pod that starts quickly can register before that pass.
+func PoweringUp(n slurm.Node) bool {
+	return n.Has("POWERING_UP") || n.Has("POWERED_DOWN") && n.Busy()
+}
+
 // Decide plans the set from slurmctld's answer (nodes, by name) at now. A node missing from the
 // answer is kept with its pod (pods stays at least as high as it): a node Slurm does not account
 // for may run jobs. pods is the StatefulSet's current replicas.
@@ -67,7 +75,7 @@ func Decide(s Set, nodes map[string]slurm.Node, pods int32, now time.Time) Plan 
 				top = i + 1
 			}
 			continue
-		case n.Has("POWERING_UP"):
+		case PoweringUp(n):
 			p.PoweringUp++
 		case Off(n) && n.Has("DOWN"):
 			p.Failed++

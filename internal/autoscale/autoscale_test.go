@@ -98,6 +98,12 @@ func TestDecideCountsAFailedResumeApart(t *testing.T) {
 	if p.Up != 1 || p.Failed != 1 || p.Down != 1 || p.PoweringUp != 0 {
 		t.Errorf("counts %+v; want one up, one failed, one powered down", p)
 	}
+	// A powered-down node Slurm gave a job counts as powering up before its POWERING_UP flag.
+	p = Decide(set, nodes(node("worker-0", 0, "IDLE", "CLOUD"), node("worker-1", 0, "ALLOCATED", "CLOUD", "POWERED_DOWN"),
+		node("worker-2", 0, "IDLE", "CLOUD", "POWERING_UP")), 1, t0)
+	if p.Up != 1 || p.PoweringUp != 2 || p.Down != 0 || p.Failed != 0 {
+		t.Errorf("counts %+v; want one up, two powering up", p)
+	}
 }
 
 func TestCannotStartCommentsPoweringUpNodesWhosePodsCannotStartAndClearsItsOwnCommentsOnly(t *testing.T) {

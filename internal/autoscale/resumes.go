@@ -56,7 +56,7 @@ func (r *Resumes) Observe(s Set, nodes map[string]slurm.Node, now time.Time) []E
 		switch {
 		case !listed:
 			delete(r.poweringUp, name)
-		case n.Has("POWERING_UP"):
+		case PoweringUp(n):
 			if !watched {
 				r.poweringUp[name] = powerUp{since: now, after: prev}
 			}

@@ -82,6 +82,15 @@ func TestWaitsAreTakenOncePerJobWhenAllItsNodesAreReady(t *testing.T) {
 	if r.AwaitingJobs() {
 		t.Fatal("both nodes' jobs taken, still awaiting")
 	}
+	// A powered-down node Slurm gave a job registers before Slurm's power-save pass marked it
+	// POWERING_UP (a pod that starts within that pass's interval): the power-up is still seen,
+	// from the allocation, and the job's wait taken.
+	r.Observe(set, nodes(node("gpu-0", 0, up...), node("gpu-1", 0, up...), node("gpu-2", 0, "ALLOCATED", "CLOUD", "POWERED_DOWN")), t0.Add(40*time.Second))
+	r.Observe(set, nodes(node("gpu-0", 0, up...), node("gpu-1", 0, up...), node("gpu-2", 0, up...)), t0.Add(45*time.Second))
+	quick := []slurm.Job{old, job(4, 38*time.Second, 44*time.Second, []string{"COMPLETED"}, "gpu-2")}
+	if got := r.Waits(quick); !reflect.DeepEqual(got, []time.Duration{6 * time.Second}) {
+		t.Fatalf("a job whose node registered before it was marked POWERING_UP: got %v, want [6s]", got)
+	}
 	// A node the operator powered up itself (no job given it) gives no wait and is not kept.
 	r.Observe(set, nodes(node("gpu-0", 0, up...), node("gpu-1", 0, up...), node("gpu-2", 0, resuming...)), t0.Add(25*time.Second))
 	r.Observe(set, nodes(node("gpu-0", 0, up...), node("gpu-1", 0, up...), node("gpu-2", 0, "IDLE", "CLOUD")), t0.Add(30*time.Second))
