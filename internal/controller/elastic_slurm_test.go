@@ -164,6 +164,19 @@ var _ = Describe("an elastic worker set turned fixed and elastic again, against 
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(And(ContainSubstring("tg-worker-0"), ContainSubstring("tg-worker-1")))
 
+		By("a pod-cannot-start comment left from the elastic set goes from the fixed set's node; an admin's comment stays")
+		for node, comment := range map[string]string{"worker-0": "admin: new fan", "worker-1": "slurm-operator: pod cannot start: Unschedulable: left from the elastic set"} {
+			out, err := cluster.Exec(hctx, "tg-login-0", "scontrol", "update", "nodename="+node, "comment="+comment)
+			Expect(err).NotTo(HaveOccurred(), out)
+		}
+		comments := func() string {
+			out, _ := cluster.Exec(hctx, "tg-login-0", "sinfo", "-h", "-N", "-O", "NodeList:10,Comment:80")
+			return out
+		}
+		Eventually(comments).WithTimeout(time.Minute).Should(And(ContainSubstring("admin: new fan"), Not(ContainSubstring("pod cannot start"))))
+		out, err = cluster.Exec(hctx, "tg-login-0", "scontrol", "update", "nodename=worker-0", "comment=")
+		Expect(err).NotTo(HaveOccurred(), out)
+
 		By("autoscaling on again: the nodes are Slurm's to power, and once idle past the timeout both go with their pods")
 		updateSpec(ctx, ns, "tg", func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Autoscaling.Enabled = true })
 		Eventually(func() string { return slurmConf(ctx, ns, "tg") }).WithTimeout(timeout).Should(ContainSubstring("State=CLOUD"))

@@ -116,6 +116,34 @@ func (r *SlurmClusterReconciler) markPodsThatCannotStart(ctx context.Context, sc
 	}
 }
 
+// clearCannotStartComments takes the pod-cannot-start comments off fixed sets' nodes: a set
+// whose autoscaling was turned off while a pod could not start powers no node up, so no such
+// comment stays true there (autoscale.CannotStart with no pod to speak of). A down node keeps
+// its comment, which explains the failed resume, until it is resumed. It reads the node list
+// this reconcile already read, and nothing when Slurm was not reached; errors wait for the next
+// look.
+func (r *SlurmClusterReconciler) clearCannotStartComments(ctx context.Context, s *reconcileScope) error {
+	if !s.facts.slurmReached {
+		return nil
+	}
+	byName := make(map[string]slurm.Node, len(s.facts.slurmNodes))
+	for _, n := range s.facts.slurmNodes {
+		byName[n.Name] = n
+	}
+	for _, set := range s.desired.WorkerSets() {
+		if set.Worker.Elastic() {
+			continue
+		}
+		for name, comment := range autoscale.CannotStart(autoscale.Set{Name: set.Name, MaxSize: set.Worker.NodeCount()}, byName, nil) {
+			log.FromContext(ctx).Info("a fixed set's node keeps no pod-cannot-start comment: clearing it", "node", name)
+			if err := r.slurmFor(s).SetNodeComment(ctx, name, comment); err != nil {
+				log.FromContext(ctx).Info("clearing a node's comment failed; trying again on the next look", "node", name, "error", err.Error())
+			}
+		}
+	}
+	return nil
+}
+
 // followResumes takes one look at the set's power-ups (autoscale.Resumes) and records how those
 // that ended went: a failed one counts a failure; the jobs that nodes came up for add their
 // wait from submit to ready (the job list is read only while such a node awaits its jobs).

@@ -126,6 +126,7 @@ func (r *SlurmClusterReconciler) phases() []phase {
 		{name: "follow node health", run: r.followNodeHealth},
 		{name: "run active checks", run: r.runActiveChecks},
 		{name: "label busy workers", run: r.labelBusyWorkers},
+		{name: "clear stale pod comments", run: r.clearCannotStartComments},
 	}
 }
 
