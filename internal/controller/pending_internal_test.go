@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -90,5 +91,29 @@ func TestWhichMissingPodsKubernetesRefusedToCreate(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("refusedPods:\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestASetLacksPodsOnlyOnceItsControllerSawItsSpec(t *testing.T) {
+	set := func(generation, observed int64, replicas, have int32) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas)}}
+		s.Generation, s.Status.ObservedGeneration, s.Status.Replicas = generation, observed, have
+		return s
+	}
+	for name, tc := range map[string]struct {
+		sts  *appsv1.StatefulSet
+		size int32
+		want bool
+	}{
+		"a scale-up the StatefulSet controller has not seen yet":     {set(3, 2, 2, 1), 2, false},
+		"seen, and a pod short (refused, say)":                       {set(3, 3, 2, 1), 2, true},
+		"seen, every pod there":                                      {set(3, 3, 2, 2), 2, false},
+		"pods above the set's size (leaving) do not count as wanted": {set(3, 3, 4, 2), 2, false},
+		"no StatefulSet": {nil, 2, false},
+		"a pod short within the size, more pods wanted above the size": {set(3, 3, 4, 1), 2, true},
+	} {
+		if got := mayLackPods(tc.sts, tc.size); got != tc.want {
+			t.Errorf("%s: mayLackPods = %v, want %v", name, got, tc.want)
+		}
 	}
 }

@@ -33,8 +33,9 @@ func (r *SlurmClusterReconciler) observePendingWorkers(ctx context.Context, s *r
 	// scheduler's words change as it retries, the pod does not.
 	named := cannotStartWorkers(sc, o)
 	for _, p := range named[:min(len(named), maxNamedPending)] {
-		pod, _, _ := strings.Cut(p, " cannot ")
-		if prev == nil || !strings.Contains(prev.Message, pod+" cannot ") {
+		said, _, _ := strings.Cut(p, ": ") // "pod NAME (Slurm node …) cannot start", or "… cannot be created"
+		if prev == nil || !strings.Contains(prev.Message, said+": ") {
+			pod, _, _ := strings.Cut(said, " (")
 			var name string
 			_, _ = fmt.Sscanf(pod, "pod %s", &name)
 			reason := slurmv1alpha1.EventWorkerPodPending
@@ -86,7 +87,7 @@ func (r *SlurmClusterReconciler) observeRefusedWorkers(ctx context.Context, sc *
 // The events are read (from the API server, not the cache) only when the set lacks a pod; an
 // error leaves the pods unnamed until the next look.
 func (r *SlurmClusterReconciler) refusedInSet(ctx context.Context, set string, size int32, sts *appsv1.StatefulSet, pods []corev1.Pod) map[string]string {
-	if r.APIReader == nil || sts == nil || sts.Spec.Replicas == nil {
+	if r.APIReader == nil || !mayLackPods(sts, size) {
 		return nil
 	}
 	exists := make(map[string]bool, len(pods))
@@ -114,6 +115,19 @@ func (r *SlurmClusterReconciler) refusedInSet(ctx context.Context, set string, s
 		out[missing[pod]] = why
 	}
 	return out
+}
+
+// mayLackPods says whether the StatefulSet's controller found it short of pods on its last pass:
+// it has seen the StatefulSet's latest spec (observedGeneration) and counts fewer pods than the
+// replicas it wants (of the set's first size). Before that pass the pods of a scale-up do not
+// exist yet, and the set's last create event may be an old failure (the event recorder drops
+// most events about an object after its first 25, a quota's retries included): a pod missing
+// then is not taken for a refused one. It is pure.
+func mayLackPods(sts *appsv1.StatefulSet, size int32) bool {
+	if sts == nil || sts.Spec.Replicas == nil {
+		return false
+	}
+	return sts.Status.ObservedGeneration >= sts.Generation && sts.Status.Replicas < min(*sts.Spec.Replicas, size)
 }
 
 // reasonFailedCreate is the reason of the StatefulSet controller's event for a pod (or claim)
