@@ -8,6 +8,7 @@ package autoscale
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,12 @@ type Plan struct {
 
 // NodeName is the set's i-th Slurm node.
 func (s Set) NodeName(i int32) string { return fmt.Sprintf("%s-%d", s.Name, i) }
+
+// Holds says whether the Slurm node is one of the set's (up to MaxSize).
+func (s Set) Holds(node string) bool {
+	i, err := strconv.Atoi(strings.TrimPrefix(node, s.Name+"-"))
+	return strings.HasPrefix(node, s.Name+"-") && err == nil && i >= 0 && i < int(s.MaxSize) && s.NodeName(int32(i)) == node
+}
 
 // Off says whether Slurm holds the node powered down, or powering down, with nothing on it:
 // its pod may go. A powered-down node with a job (allocated, its power-up a moment away) is
@@ -178,16 +185,20 @@ func WaitingNodes(s Set, nodes map[string]slurm.Node, comments map[string]string
 	return out
 }
 
-// JobComments decides the admin comments of the jobs that wait for those nodes (waiting, from
-// WaitingNodes), by job id: a job CONFIGURING on such a node gets the node's words, so that the
-// job itself says why it waits (squeue's reason for it is None). A job's admin comment someone
-// else wrote is left alone, and one that already says so is not written again. The comment
-// stays once the job runs: sacct keeps it as the record of the wait.
-func JobComments(waiting map[string]string, jobs []slurm.Job) map[int64]string {
+// JobComments decides the admin comments of the jobs that wait for the set's nodes whose pods
+// cannot start (waiting, from WaitingNodes), by job id: a job CONFIGURING on such a node gets
+// the node's words, so that the job itself says why it waits (squeue's reason for it is None).
+// A job's admin comment someone else wrote is left alone, one that already says so is not
+// written again, and one that names another set's node is that set's to keep (a job on nodes
+// of two sets is commented once, not by each set in turn). The comment stays once the job
+// runs: sacct keeps it as the record of the wait.
+func JobComments(s Set, waiting map[string]string, jobs []slurm.Job) map[int64]string {
 	out := map[int64]string{}
 	for _, j := range jobs {
+		named, ours := strings.CutPrefix(j.AdminComment, slurmfacts.JobCommentWaitsForPod)
+		named, _, _ = strings.Cut(named, ": ")
 		if !slices.Contains(j.State, "CONFIGURING") || j.Resources == nil ||
-			j.AdminComment != "" && !strings.HasPrefix(j.AdminComment, slurmfacts.JobCommentWaitsForPod) {
+			j.AdminComment != "" && (!ours || !s.Holds(named)) {
 			continue
 		}
 		for _, name := range j.NodeNames() {

@@ -165,7 +165,7 @@ func TestTheJobsWaitingForNodesWhosePodsCannotStartSaySoInTheirAdminComment(t *t
 		return j
 	}
 	said := slurmfacts.JobCommentWaitsForPod + "gpu-1: " + why
-	got := JobComments(waiting, []slurm.Job{
+	got := JobComments(set, waiting, []slurm.Job{
 		job(1, "", "CONFIGURING", "gpu-3", "gpu-0"),          // the first waiting node it has
 		job(2, said, "CONFIGURING", "gpu-1"),                 // already says so
 		job(3, "billing: project x", "CONFIGURING", "gpu-1"), // an admin's comment stays
@@ -173,6 +173,10 @@ func TestTheJobsWaitingForNodesWhosePodsCannotStartSaySoInTheirAdminComment(t *t
 		job(5, "", "CONFIGURING", "gpu-3"),                   // its node's pod started
 		{ID: 6, State: []string{"PENDING"}},                  // no nodes yet
 		job(7, slurmfacts.JobCommentWaitsForPod+"gpu-1: Unschedulable: old words", "CONFIGURING", "gpu-1"),
+		// also on another set's node, which commented it first: that set's to keep
+		job(8, slurmfacts.JobCommentWaitsForPod+"cpu-0: Unschedulable: no cpu", "CONFIGURING", "cpu-0", "gpu-1"),
+		// a node name that only starts like the set's
+		job(9, slurmfacts.JobCommentWaitsForPod+"gpu-10: words", "CONFIGURING", "gpu-10", "gpu-1"),
 	})
 	want := map[int64]string{1: slurmfacts.JobCommentWaitsForPod + "gpu-0: " + why, 7: said}
 	if !reflect.DeepEqual(got, want) {

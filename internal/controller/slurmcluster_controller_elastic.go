@@ -108,7 +108,7 @@ func (r *SlurmClusterReconciler) markPodsThatCannotStart(ctx context.Context, sc
 	if err != nil {
 		return
 	}
-	for id, comment := range autoscale.JobComments(waiting, jobs) {
+	for id, comment := range autoscale.JobComments(s, waiting, jobs) {
 		log.FromContext(ctx).Info("a job waits for an elastic node's pod: saying so on the job", "job", id, "adminComment", comment)
 		if err := api.SetJobAdminComment(ctx, id, comment); err != nil {
 			log.FromContext(ctx).Info("commenting a waiting job failed; trying again on the next look", "job", id, "error", err.Error())
