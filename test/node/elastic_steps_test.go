@@ -132,9 +132,15 @@ func (e *env) checkQuotaRefusesABurstPod(pods func() string) {
 		filepath.Join(e.assets, "kubectl"), "apply", "-f", "-")
 	lift := func() { e.kubectlOK("delete", "resourcequota", "-n", ns, "burst-quota", "--ignore-not-found") }
 	defer lift()
-	e.waitFor(time.Minute, "the quota counted", func() (bool, string) {
-		out, _ := e.kubectl("get", "resourcequota", "-n", ns, "burst-quota", "-o", "jsonpath={.status.used.pods}")
-		return out != "", out
+	// The quota's own count is what admission compares: once it has one, the limit is set to
+	// it, so that no pod more fits whatever ended between the count above and the quota's.
+	e.waitFor(time.Minute, "the quota full", func() (bool, string) {
+		out, _ := e.kubectl("get", "resourcequota", "-n", ns, "burst-quota", "-o", "jsonpath={.status.used.pods} {.status.hard.pods}")
+		counted, limit, _ := strings.Cut(out, " ")
+		if counted != "" && counted != limit {
+			e.kubectlOK("patch", "resourcequota", "-n", ns, "burst-quota", "--type=merge", "-p", `{"spec":{"hard":{"pods":"`+counted+`"}}}`)
+		}
+		return counted != "" && counted == limit, out
 	})
 	job := strings.TrimSpace(e.onLogin("sbatch --parsable -p burst -N2 -o /tmp/burst-%j.out --wrap 'srun hostname'"))
 	e.waitFor(2*time.Minute, "a burst node commented with the quota's refusal, WorkersAvailable=WorkerPodsRefused, job "+job+" configuring", func() (bool, string) {
@@ -152,12 +158,17 @@ func (e *env) checkQuotaRefusesABurstPod(pods func() string) {
 	}
 	lifted := time.Now()
 	lift()
-	e.waitJobInSacct(job, "COMPLETED")
+	// The StatefulSet controller retries on its own backoff, which grows with each refusal.
+	e.waitFor(4*time.Minute, "job "+job+" COMPLETED once the quota is lifted", func() (bool, string) {
+		state := e.sacctState(job)
+		return state == "COMPLETED", state
+	})
 	e.t.Logf("elastic set: quota lifted to the refused job completed: %.1fs", time.Since(lifted).Seconds())
 	e.waitFor(time.Minute, "WorkersAvailable true and the comments gone once the pods exist", func() (bool, string) {
-		nodes, _ := e.sshErr(e.login, "sinfo -h -p burst -N -O NodeList:10,Comment:300")
+		nodes, err := e.sshErr(e.login, "sinfo -h -p burst -N -O NodeList:10,Comment:300")
 		cond, _ := e.kubectl("get", "slurmcluster", cluster, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="WorkersAvailable")].status}`)
-		return !strings.Contains(nodes, "pod cannot start") && cond == "True", nodes + cond
+		listed := err == nil && strings.Contains(nodes, "burst-0") && strings.Contains(nodes, "burst-1")
+		return listed && !strings.Contains(nodes, "pod cannot start") && cond == "True", nodes + cond
 	})
 }
 

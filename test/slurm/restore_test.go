@@ -33,15 +33,21 @@ func TestRestoringIntoANewCluster(t *testing.T) {
 	r := render(t, spec(t, 1))
 	old := startCluster(t, ctx, r, 1)
 	login(t, ctx, old, "srun", "-N1", "true")
-	finished := strings.TrimSpace(login(t, ctx, old, "sacct", "-n", "-X", "-P", "-o", "JobID", "-S", "now-1hour"))
-	stateTime := func(c *slurmharness.Cluster) string {
-		out, _ := c.Exec(ctx, ctlHost, "stat", "-c", "%y", "/var/spool/slurmctld/job_state")
-		return out
+	var finished string
+	if err := old.WaitFor(ctx, "the finished job in sacct", func() (bool, error) {
+		out, err := old.Exec(ctx, loginHost, "sacct", "-n", "-X", "-P", "-o", "JobID,State", "-S", "now-1hour")
+		finished, _, _ = strings.Cut(strings.TrimSpace(out), "|")
+		return err == nil && strings.HasSuffix(strings.TrimSpace(out), "|COMPLETED") && !strings.Contains(strings.TrimSpace(out), "\n"), nil
+	}); err != nil {
+		t.Fatal(err)
 	}
-	saved := stateTime(old)
 	queued := strings.TrimSpace(login(t, ctx, old, "sbatch", "--parsable", "-J", "queued-at-backup", "--begin=now+1hour", "--wrap", "true"))
-	// slurmctld saves its state a moment after a change: the backup copies what it saved.
-	if err := old.WaitFor(ctx, "slurmctld to save the queued job", func() (bool, error) { return stateTime(old) != saved, nil }); err != nil {
+	// slurmctld saves its state a moment after a change: the backup copies what it saved, so
+	// wait until the saved job state holds the queued job (its name is in the file).
+	if err := old.WaitFor(ctx, "slurmctld to save the queued job", func() (bool, error) {
+		_, err := old.Exec(ctx, ctlHost, "grep", "-q", "queued-at-backup", "/var/spool/slurmctld/job_state")
+		return err == nil, nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	dir := takeScheduledBackup(t, ctx, old, r)
