@@ -106,15 +106,17 @@ func TestDecideCountsAFailedResumeApart(t *testing.T) {
 	}
 }
 
+// commented is a node (no last busy time) with a comment.
+func commented(name, comment string, state ...string) slurm.Node {
+	n := node(name, 0, state...)
+	n.Comment = comment
+	return n
+}
+
 func TestCannotStartCommentsPoweringUpNodesWhosePodsCannotStartAndClearsItsOwnCommentsOnly(t *testing.T) {
 	set := Set{Name: "gpu", MaxSize: 7}
 	why := "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
 	ours := slurmfacts.CommentPodCannotStart + ": " + why
-	commented := func(name, comment string, state ...string) slurm.Node {
-		n := node(name, 0, state...)
-		n.Comment = comment
-		return n
-	}
 	got := CannotStart(set, nodes(
 		node("gpu-0", 0, "ALLOCATED", "CLOUD", "POWERING_UP"),                       // pod Pending: commented
 		commented("gpu-1", ours, "ALLOCATED", "CLOUD", "POWERING_UP"),               // already says so
@@ -144,11 +146,6 @@ func TestTheJobsWaitingForNodesWhosePodsCannotStartSaySoInTheirAdminComment(t *t
 	set := Set{Name: "gpu", MaxSize: 4}
 	why := "Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
 	ours := slurmfacts.CommentPodCannotStart + ": " + why
-	commented := func(name, comment string, state ...string) slurm.Node {
-		n := node(name, 0, state...)
-		n.Comment = comment
-		return n
-	}
 	ns := nodes(
 		node("gpu-0", 0, "ALLOCATED", "CLOUD", "POWERING_UP"), // commented by CannotStart this look
 		commented("gpu-1", ours, "ALLOCATED", "CLOUD", "POWERING_UP"),

@@ -84,6 +84,10 @@ func (e *env) checkElasticNodeSet() {
 			strings.Contains(show, "JobState=CONFIGURING ") && strings.Contains(show, "AdminComment=slurm-operator: waits for the pod of burst-0: Unschedulable: ") &&
 			strings.Contains(show, "Insufficient cpu"), node + show + pods()
 	})
+	// The user who submitted the job reads why it waits from their own shell.
+	if out, err := e.sshErr(e.login, `su burst -c "scontrol show job `+job+`"`); err != nil || !strings.Contains(out, "AdminComment=slurm-operator: waits for the pod of burst-0: ") {
+		e.t.Errorf("the user's own view of their waiting job (%v) lacks the reason:\n%s", err, out)
+	}
 	freed := time.Now()
 	release()
 	e.waitJobInSacct(job, "COMPLETED")
