@@ -42,6 +42,7 @@ func main() {
 	fs.Var(&extra, "bind", "SRC:DST[:ro]: bind the container's SRC on DST in the jail (repeatable)")
 	fs.StringVar(&cfg.Root, "driver-from", "/", "the root to look for the GPU driver's files under")
 	fs.StringVar(&cfg.SlurmBundle, "slurm-bundle", slurmbundle.DefaultDir, "the image's Slurm, shown in the jail over the jail's own (nothing is shown where it is missing)")
+	fs.BoolVar(&cfg.SSSDClient, "sssd-client", false, "show SSSD's client side from the image's bundle in the jail too (a cluster whose users come from a directory)")
 	fs.BoolVar(&wait, "wait-populated", false, "wait until the jail is populated, then exit")
 	fs.BoolVar(&pivot, "pivot", false, "run the command in a mount namespace of its own whose root is the jail (pivot_root), so its children may make user namespaces (rootless Podman); this process stays, as their init")
 	jailexec.GPUFlags(fs, &cfg)

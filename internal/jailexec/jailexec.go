@@ -61,6 +61,9 @@ type Config struct {
 	// SlurmBundle is the image's Slurm (internal/slurmbundle), shown in the jail over the jail's
 	// own. Empty, or a directory without a manifest: the jail's own Slurm, if any, runs.
 	SlurmBundle string
+	// SSSDClient shows the bundle's extra files too: SSSD's client side, for a cluster whose
+	// users come from a directory (spec.identity).
+	SSSDClient bool
 	// GPUs is the number of whole GPUs the pod asked for; with more than zero, the entrypoint
 	// finds which the device plugin gave it (VisibleDevices, else DeviceListDir) and shows the
 	// jail only those (FindPodGPUs). Zero: /dev is the container's, whole.

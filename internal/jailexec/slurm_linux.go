@@ -8,15 +8,24 @@ import (
 	"github.com/slurm-k8s/slurm-operator/internal/slurmbundle"
 )
 
-// showSlurm shows the image's Slurm inside the jail (see internal/slurmbundle): Slurm's own
+// showSlurm shows the image's Slurm inside the jail (see internal/slurmbundle), and with extras
+// the bundle's extra files (SSSD's client side): Slurm's own
 // directories and files are bound read-only over the jail's paths, so a jail populated with its
 // own Slurm packages runs the image's instead, and a jail without them gets them; missing
 // command links are made; the libraries they need are shown under the pod's /run and linked
 // from the jail's library directory only where the jail has none of that name. The shared jail
 // gets nothing but mountpoints and links, which are the same on every node.
-func showSlurm(jail, bundle string, m slurmbundle.Manifest) (libs int, err error) {
+func showSlurm(jail, bundle string, m slurmbundle.Manifest, extras bool) (libs int, err error) {
 	for _, e := range m.Entries {
 		switch e.Kind {
+		case slurmbundle.Extra:
+			if !extras {
+				continue
+			}
+			src := filepath.Join(bundle, slurmbundle.RootDir, e.Path)
+			if err := bind(jail, Bind{Source: src, Target: e.Path, ReadOnly: true}); err != nil {
+				return libs, err
+			}
 		case slurmbundle.Dir, slurmbundle.File:
 			src := filepath.Join(bundle, slurmbundle.RootDir, e.Path)
 			if err := bind(jail, Bind{Source: src, Target: e.Path, ReadOnly: true}); err != nil {
@@ -100,7 +109,7 @@ func setupSlurm(cfg Config, logf func(string, ...any)) error {
 	if err != nil {
 		return fmt.Errorf("read the image's Slurm: %w", err)
 	}
-	libs, err := showSlurm(cfg.Jail, cfg.SlurmBundle, m)
+	libs, err := showSlurm(cfg.Jail, cfg.SlurmBundle, m, cfg.SSSDClient)
 	if err != nil {
 		return fmt.Errorf("show the image's Slurm %s in the jail: %w", m.Version, err)
 	}

@@ -103,6 +103,36 @@ test ! -e $JAIL/usr/bin/srun && test ! -e $JAIL` + plugins + ` && echo "no Slurm
 	})
 }
 
+// The bundle's extra files (SSSD's client side in the worker image) are shown only in pods that
+// ask for them (--sssd-client): elsewhere the jail's own file of that path stays as it is.
+func TestTheBundlesExtrasAreShownOnlyWhenAskedFor(t *testing.T) {
+	rootfs := os.Getenv("SLURM_ROOTFS")
+	if os.Geteuid() != 0 || rootfs == "" {
+		t.Skip("needs root and SLURM_ROOTFS (make test sets it)")
+	}
+	bundleDir := filepath.Join(t.TempDir(), "bundle")
+	_, err := slurmbundle.Make(rootfs, bundleDir, "/usr/bin/ssh-keyscan")
+	must(t, err)
+	dir, bin, jail, mountJail := overlayJail(t, rootfs)
+	// Each pod sets its jail up once: one namespace per pod.
+	run := func(flags, check string) string {
+		return runInNamespace(t, mountJail+`
+mount -t tmpfs tmpfs /run
+rm -f $JAIL/usr/bin/ssh-keyscan
+$BIN --jail $JAIL --slurm-bundle `+bundleDir+` `+flags+` -- /bin/sh -c '`+check+`'
+`, bin, jail)
+	}
+	if got := run("", `test -e /usr/bin/ssh-keyscan && echo shown || echo absent`); !strings.Contains(got, "absent\n") {
+		t.Errorf("without --sssd-client, the extra was shown:\n%s", got)
+	}
+	if got := run("--sssd-client", `test -s /usr/bin/ssh-keyscan && echo shown || echo absent`); !strings.Contains(got, "shown\n") {
+		t.Errorf("with --sssd-client, the extra was not shown:\n%s", got)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "upper/usr/bin/ssh-keyscan")); err != nil || fi.Size() != 0 {
+		t.Errorf("ssh-keyscan in the shared jail should be an empty mountpoint after a pod that asked: %v, %v", fi, err)
+	}
+}
+
 func runInNamespace(t *testing.T, script, bin, jail string) string {
 	t.Helper()
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "/bin/sh", "-c", script)

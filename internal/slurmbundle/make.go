@@ -41,8 +41,11 @@ func driverLib(soname string) bool {
 	return strings.HasPrefix(soname, "libnvidia-") || strings.HasPrefix(soname, "libcuda.so")
 }
 
-// Make copies the Slurm packages installed under root into out and writes its manifest.
-func Make(root, out string) (Manifest, error) {
+// Make copies the Slurm packages installed under root into out and writes its manifest. Extra
+// names more files of root (absolute paths) for the jail to see from the image, in the pods
+// that ask for them: SSSD's client side (its NSS and PAM modules, sss_ssh_authorizedkeys),
+// which resolves a site's users in the jail; the libraries they need are bundled with Slurm's.
+func Make(root, out string, extra ...string) (Manifest, error) {
 	var m Manifest
 	pkgs, version, err := installedPackages(root, SourcePackage)
 	if err != nil {
@@ -91,6 +94,23 @@ func Make(root, out string) (Manifest, error) {
 			}
 			m.Entries = append(m.Entries, Entry{Kind: File, Path: p})
 		}
+	}
+	for _, p := range extra {
+		p = filepath.Clean("/" + p)
+		if b.have[p] {
+			continue
+		}
+		t, err := resolve(root, p)
+		if err != nil {
+			return m, fmt.Errorf("extra file %s: %w", p, err)
+		}
+		if fi, err := os.Stat(filepath.Join(root, t)); err != nil || !fi.Mode().IsRegular() {
+			return m, fmt.Errorf("extra file %s is not a regular file under %s", p, root)
+		}
+		if err := b.copyFile(t, p); err != nil {
+			return m, err
+		}
+		m.Entries = append(m.Entries, Entry{Kind: Extra, Path: p})
 	}
 	alt, err := b.alternatives()
 	if err != nil {

@@ -46,6 +46,10 @@ const (
 	// Link is made in the jail only where the path is missing (the jail's own link of that name
 	// resolves to a bound file already).
 	Link Kind = "link"
+	// Extra is a file that is not Slurm's (SSSD's client side), bound like File but only in pods
+	// that ask for it (a cluster with spec.identity): other jails keep their own copy, and
+	// their package manager may replace it.
+	Extra Kind = "extra"
 	// Lib is a library by soname: the jail's library directory links to RunLibDir for it only
 	// where the jail has no library of that name, so what users installed is kept.
 	Lib Kind = "lib"
@@ -120,7 +124,7 @@ func parseEntry(fields []string) (Entry, error) {
 	}
 	e.Path = fields[1]
 	switch e.Kind {
-	case Dir, File, Link:
+	case Dir, File, Link, Extra:
 		if !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path || e.Path == "/" {
 			return e, fmt.Errorf("%q is not a clean absolute path", e.Path)
 		}

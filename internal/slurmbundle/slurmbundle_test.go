@@ -3,6 +3,7 @@ package slurmbundle
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,6 +109,18 @@ func TestMakeFromDebiansSlurm(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(out, RootDir, "usr/lib/x86_64-linux-gnu/slurm-wlm/auth_munge.so")); err != nil || fi.Size() == 0 {
 		t.Errorf("auth_munge.so in the bundle: %v", err)
+	}
+	// Extra files (SSSD's client side in the worker image) are bundled as extras, shown only
+	// where asked for, with what they need; a missing one fails the build.
+	ex, err := Make(rootfs, filepath.Join(t.TempDir(), "extra"), "/usr/bin/ssh-keygen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(ex.Entries, Entry{Kind: Extra, Path: "/usr/bin/ssh-keygen"}) {
+		t.Error("the extra file is not in the bundle")
+	}
+	if _, err := Make(rootfs, filepath.Join(t.TempDir(), "missing"), "/usr/bin/no-such-program"); err == nil {
+		t.Error("a missing extra file made a bundle")
 	}
 	if _, err := Make(t.TempDir(), filepath.Join(t.TempDir(), "b")); err == nil {
 		t.Error("a root without dpkg's status made a bundle")
