@@ -44,12 +44,13 @@ jail|images/jail/Dockerfile|docker.io/slurm-k8s/jail:$TAG_SLURM|@slurm-base
 manager|Dockerfile|docker.io/slurm-k8s/slurm-operator:$MANAGER_TAG|go.mod go.sum api cmd internal config/crd
 exporter|images/exporter/Dockerfile|docker.io/slurm-k8s/exporter:$TAG_SLURM|go.mod go.sum api cmd/slurm-exporter internal
 mariadb|test/node/mariadb/Dockerfile|docker.io/slurm-k8s-test/mariadb:11|
+slapd|test/node/slapd/Dockerfile|docker.io/slurm-k8s-test/slapd:2.6|
 "
 # Images built for arm64 too (Grace nodes), as one multi-platform image: those of one static Go
 # binary, cross-compiled on this machine's architecture. The Slurm images run Debian's package
 # scripts at build time, which an arm64 build would have to run as arm64 code (docs/images.md).
 MULTI_PLATFORM="manager exporter"
-WANT=${IMAGES:-munge controller accounting worker login jail manager exporter mariadb}
+WANT=${IMAGES:-munge controller accounting worker login jail manager exporter mariadb slapd}
 
 NODE_ASSETS=$("$HERE/node-assets.sh" --print-dir)
 [ -x "$NODE_ASSETS/bin/buildkitd" ] || NODE_ASSETS=$("$HERE/node-assets.sh")

@@ -288,6 +288,11 @@ sbatch --parsable --wait /root/two-steps.sh`)
 		e.checkUserJobs()
 	})
 
+	var dir *directory
+	t.Run("a directory server with users, groups and an SSH key runs in the namespace (slapd over TLS), and the admin's SSSD Secret names it", func(t *testing.T) {
+		dir = e.with(t).startDirectory()
+	})
+
 	// 4.5: Docker in the shared root; rootless Podman inside Slurm's limits.
 	t.Run("a worker's /tmp is the node's sticky /tmp: a user's job cannot delete root's file there", func(t *testing.T) {
 		e := e.with(t)
@@ -308,10 +313,11 @@ podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hell
 		if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "saved") {
 			t.Fatalf("podman build and save as alice on a login node: %v\n%s", err, out)
 		}
-		// ssh.adminGroups in the same change, so that the workers roll once for both.
+		// ssh.adminGroups and the directory (spec.identity) in the same change, so that the
+		// workers roll once for all three.
 		e.onLogin("addgroup --quiet hpc-admins && adduser --quiet alice hpc-admins")
 		e.kubectlOK("patch", "slurmcluster", cluster, "-n", ns, "--type=merge", "-p",
-			`{"spec":{"docker":{"enabled":true},"slurmNodes":{"worker":{"ssh":{"adminGroups":["hpc-admins"]}}}}}`)
+			`{"spec":{"docker":{"enabled":true},`+identityPatch+`,"slurmNodes":{"worker":{"ssh":{"adminGroups":["hpc-admins"]}}}}}`)
 		e.waitFor(6*time.Minute, "every worker replaced with dockerd, and idle", func() (bool, string) {
 			names, _ := e.kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=worker", "-o",
 				`jsonpath={range .items[*]}{.metadata.name}:{.spec.containers[*].name}:{.status.containerStatuses[*].ready}{"\n"}{end}`)
@@ -319,6 +325,9 @@ podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hell
 			return strings.Count(names, "dockerd") == 2 && !strings.Contains(names, "false") &&
 				strings.TrimSpace(nodes) == "worker-0 idle\nworker-1 idle", names + nodes
 		})
+		// The same change rolls the controller and login pods for SSSD: sessions below need
+		// the new login pods.
+		e.waitSSSDInEveryPod()
 		if out := e.kubectlOK("get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=login", "-o", "jsonpath={.items[*].spec.containers[*].name}"); strings.Contains(out, "dockerd") {
 			t.Errorf("a login pod runs dockerd: %s", out)
 		}
@@ -345,6 +354,13 @@ podman build -q -t hello:1 ~/hello >/dev/null && podman save -o ~/hello.tar hell
 		if out := e.kubectlOK("exec", "-n", ns, cluster+"-worker-1", "-c", "dockerd", "--", "stat", "-c", "%a %U", "/run/docker"); strings.TrimSpace(out) != "755 root" {
 			t.Errorf("dockerd's directory: %s, want 755 root", out)
 		}
+	})
+
+	t.Run("users from the directory through SSSD: dana logs in with the key the directory holds, gets her home at first login, runs srun -N2 as herself with her groups; a partition for the group hpc runs her job and holds erin's; sacct names her", func(t *testing.T) {
+		if dir == nil {
+			t.Skip("no directory server")
+		}
+		e.with(t).checkDirectoryUsers(dir)
 	})
 
 	t.Run("rootless Podman in a job step stays in the step's cgroup: the container's CPU set, cgroup and GPU are the step's", func(t *testing.T) {
