@@ -92,6 +92,11 @@ const (
 	ReasonMariaDBOperatorMissing = "MariaDBOperatorMissing"
 	// ReasonDatabaseSecretMissing: the external database's password Secret (or key) is missing.
 	ReasonDatabaseSecretMissing = "DatabaseSecretMissing"
+	// ReasonIdentitySecretMissing: the SSSD Secret of spec.identity.sssd is missing, or has no
+	// sssd.conf.
+	ReasonIdentitySecretMissing = "IdentitySecretMissing"
+	// ReasonIdentitySecretNotAllowed: the SSSD Secret lacks the allow-reference label.
+	ReasonIdentitySecretNotAllowed = "IdentitySecretNotAllowed"
 	// ReasonDatabaseSecretNotAllowed: the password Secret lacks the allow-reference label.
 	ReasonDatabaseSecretNotAllowed = "DatabaseSecretNotAllowed"
 	// ReasonDatabasePasswordUnusable: the password cannot be written into slurmdbd.conf.

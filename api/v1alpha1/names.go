@@ -73,6 +73,10 @@ func (c *SlurmCluster) ConfigMapName() string { return c.Name + "-slurm-config" 
 // AuthorizedKeysConfigMapName holds root's authorized_keys for the login nodes.
 func (c *SlurmCluster) AuthorizedKeysConfigMapName() string { return c.Name + "-root-authorized-keys" }
 
+// IdentityConfigMapName holds what the jail needs to resolve the directory's users through
+// SSSD (spec.identity): nsswitch.conf, the sshd keys command and the login nodes' PAM.
+func (c *SlurmCluster) IdentityConfigMapName() string { return c.Name + "-identity" }
+
 // MungeKeySecretName holds the munge key shared by every Slurm daemon.
 func (c *SlurmCluster) MungeKeySecretName() string { return c.Name + "-munge-key" }
 

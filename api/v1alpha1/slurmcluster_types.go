@@ -111,6 +111,11 @@ type SlurmClusterSpec struct {
 	// +optional
 	Backups *Backups `json:"backups,omitempty"`
 
+	// Identity says where user and group names come from: the site's directory through SSSD
+	// (docs/identity.md). Unset: the jail's /etc/passwd and /etc/group only.
+	// +optional
+	Identity *Identity `json:"identity,omitempty"`
+
 	// SlurmNodes sets the count and configuration of each kind of Slurm node.
 	SlurmNodes SlurmNodes `json:"slurmNodes"`
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,8 +35,71 @@ func (r *SlurmClusterReconciler) ensureKeys(ctx context.Context, s *reconcileSco
 		r.keysLostEvent(s.cluster, lost)
 		return errHalt
 	}
+	if err != nil {
+		return err
+	}
+	if s.desired.SSSDEnabled() {
+		hash, reason, why, err := r.sssdConfigHash(ctx, s.desired)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			last, err := r.lastSSSDConfigHash(ctx, s.desired)
+			if err != nil {
+				return err
+			}
+			if last == "" {
+				// Never rendered: every pod that runs SSSD would wait for a Secret volume.
+				s.facts.renderErr, s.facts.renderReason = errors.New(why), reason
+				s.requeueAfter = 30 * time.Second
+				return errHalt
+			}
+			// The pods run with the Secret they mounted: the rest of the cluster goes on
+			// (scaling, rolls, busy labels), rendered with the hash they have.
+			s.facts.identityErr, s.facts.identityReason = why, reason
+			hash = last
+		}
+		k.SSSDConfigHash = hash
+	}
 	s.keys = k
-	return err
+	return nil
+}
+
+// lastSSSDConfigHash is the Secret's hash the controller StatefulSet was last rendered with
+// (the Secret's part of its pod template's annotation, kept in its own annotation), or empty.
+func (r *SlurmClusterReconciler) lastSSSDConfigHash(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (string, error) {
+	sts := &appsv1.StatefulSet{}
+	found, err := r.getOptional(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: sc.ComponentName(slurmv1alpha1.ComponentController)}, sts)
+	if err != nil || !found {
+		return "", err
+	}
+	return sts.Annotations[base.AnnotationSSSDSecretHash], nil
+}
+
+// sssdConfigHash reads the admin's SSSD Secret (spec.identity.sssd.configSecretName) and
+// returns the hash of its data, which rolls the pods that run SSSD when it changes. A Secret
+// that is missing, lacks sssd.conf or is not labelled for SlurmClusters to read gives a reason
+// and a message that names the field instead.
+func (r *SlurmClusterReconciler) sssdConfigHash(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (hash, reason, why string, err error) {
+	const field = "spec.identity.sssd.configSecretName"
+	name := sc.Spec.Identity.SSSD.ConfigSecretName
+	s := &corev1.Secret{}
+	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.Namespace, Name: name}, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", slurmv1alpha1.ReasonIdentitySecretMissing, "Secret " + name + " (" + field + ") does not exist: create it with SSSD's configuration in key " + base.SSSDConfigKey, nil
+	case err != nil:
+		return "", "", "", err
+	case s.Labels[slurmv1alpha1.LabelAllowReference] != "true":
+		return "", slurmv1alpha1.ReasonIdentitySecretNotAllowed, "Secret " + name + " (" + field + ") is not labelled " + slurmv1alpha1.LabelAllowReference + "=true: label it to let SlurmClusters read it", nil
+	case len(s.Data[base.SSSDConfigKey]) == 0:
+		return "", slurmv1alpha1.ReasonIdentitySecretMissing, "Secret " + name + " (" + field + ") has no key " + base.SSSDConfigKey + " with SSSD's configuration", nil
+	}
+	var parts [][]byte
+	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
+		parts = append(parts, []byte(k), s.Data[k])
+	}
+	return slurmv1alpha1.ShortHash(parts...), "", "", nil
 }
 
 // keysLostEvent records the loss when the Degraded condition is True already for something

@@ -34,6 +34,9 @@ type observed struct {
 	childrenUnknown bool
 	// renderWarnings are spec values the render did not use (Degraded says which).
 	renderWarnings []string
+	// identityErr says why the SSSD Secret (spec.identity) cannot be read while the pods run
+	// with the one they mounted; identityReason is its condition reason.
+	identityErr, identityReason string
 	// priorityClassMissing says why the control-plane PriorityClass was left out of the pods.
 	priorityClassMissing string
 	// renderReason is the condition reason of renderErr (slurmv1alpha1.ReasonRenderFailed when empty).
@@ -98,9 +101,10 @@ type observed struct {
 }
 
 // troubled reports whether the reconcile found something the status must say at once: a spec
-// that cannot be rendered, a failed phase or apply, an unusable database, children unread.
+// that cannot be rendered, a failed phase or apply, an unusable database or SSSD Secret,
+// children unread.
 func (o *observed) troubled() bool {
-	return o.renderErr != nil || o.phaseErr != nil || len(o.applyErrs) > 0 || o.databaseErr != "" || o.childrenUnknown
+	return o.renderErr != nil || o.phaseErr != nil || len(o.applyErrs) > 0 || o.databaseErr != "" || o.identityErr != "" || o.childrenUnknown
 }
 
 // settled reports whether nothing is still on its way (pods starting, a Job running, a load

@@ -201,9 +201,9 @@ func (s *reconcileScope) result(poll time.Duration) ctrl.Result {
 		// An elastic set follows Slurm's node states, which no Kubernetes event announces: keep
 		// asking until slurmctld answers.
 		return ctrl.Result{RequeueAfter: DefaultSlurmPollInterval}
-	case !f.settled() || f.databaseErr != "" || f.priorityClassMissing != "":
+	case !f.settled() || f.databaseErr != "" || f.identityErr != "" || f.priorityClassMissing != "":
 		// Pods, load balancers and Jobs change without touching our objects' specs, and the
-		// database password's Secret and PriorityClasses are not watched: look again.
+		// database password's and SSSD's Secrets and PriorityClasses are not watched: look again.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}
 	}
 	return ctrl.Result{}

@@ -130,6 +130,9 @@ func computeStatus(sc *slurmv1alpha1.SlurmCluster, prev slurmv1alpha1.SlurmClust
 		}
 		add(slurmv1alpha1.ReasonWorkerNodeLost, "worker pods stranded on lost Kubernetes nodes (bring the node back, or taint it node.kubernetes.io/out-of-service): "+strings.Join(lost, "; "))
 	}
+	if o.identityErr != "" {
+		add(o.identityReason, o.identityErr+"; the pods keep the configuration they have")
+	}
 	if o.priorityClassMissing != "" {
 		add(slurmv1alpha1.ReasonPriorityClassMissing, o.priorityClassMissing)
 	}

@@ -32,6 +32,10 @@ func TestEveryChildIsNamedInNamesGo(t *testing.T) {
 				sc.DatabasePasswordSecretName(): true, sc.MariaDBName(): true, sc.MariaDBDatabaseObjectName(): true,
 				sc.MariaDBUserObjectName(): true, sc.PopulateJailJobName(): true, sc.BusyPodDisruptionBudgetName(): true,
 				sc.NodeNamesServiceName(): true, sc.ExporterTokenSecretName(): true, sc.BackupCronJobName(): true,
+				sc.IdentityConfigMapName(): true,
+			}
+			if sc.SSSDEnabled() {
+				known[sc.Spec.Identity.SSSD.ConfigSecretName] = true // the admin's, named in the spec
 			}
 			for _, c := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentController, slurmv1alpha1.ComponentWorker,
 				slurmv1alpha1.ComponentLogin, slurmv1alpha1.ComponentAccounting, slurmv1alpha1.ComponentExporter} {

@@ -60,6 +60,9 @@ func All(in base.Input) ([]Part, error) {
 		shared.SSHHostKeysSecret(in),
 		shared.SlurmConfigMap(in),
 	}}}
+	if cm := shared.IdentityConfigMap(in); cm != nil {
+		parts[0].Objects = append(parts[0].Objects, cm)
+	}
 
 	ctl, err := slurmctld.StatefulSet(in)
 	if err != nil {

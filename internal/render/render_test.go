@@ -34,6 +34,7 @@ var samples = []string{
 	"slurm_v1alpha1_slurmcluster_minimal",
 	"slurm_v1alpha1_slurmcluster_externaldb",
 	"slurm_v1alpha1_slurmcluster_nodesets",
+	"slurm_v1alpha1_slurmcluster_directory",
 }
 
 // renderSample renders config/samples/NAME.yaml with the fixtures' keys.

@@ -152,6 +152,9 @@ type Keys struct {
 	// DatabasePassword is the accounting database user's password when the operator creates the
 	// database through mariadb-operator.
 	DatabasePassword []byte
+	// SSSDConfigHash is the hash of the admin's SSSD Secret (spec.identity.sssd): its change
+	// rolls the pods that run SSSD. Empty without spec.identity.
+	SSSDConfigHash string
 }
 
 // GPU is the GPU shape of each worker.

@@ -100,30 +100,34 @@ func MungeSidecar(sc *slurmv1alpha1.SlurmCluster, socketDir string) corev1.Conta
 			" --pid-file="+socketDir+"/munged.pid"+
 			" --num-threads=4",
 	)
+	// Only what the script needs: change owners and modes, read the root-owned key, and
+	// become munge.
+	return socketSidecar(sc, "munge", sc.Spec.Images.Munge, script, socketDir+"/munge.socket.2", 30,
+		[]corev1.VolumeMount{
+			{Name: VolumeMungeKey, MountPath: MungeKeySecretDir, ReadOnly: true},
+			{Name: VolumeMungeSocket, MountPath: socketDir},
+		}, "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID")
+}
+
+// socketSidecar is a native sidecar (an init container that keeps running) that runs script
+// from image with mounts, holding only the capabilities named, and is started once socket
+// exists (checked every second, failures times): the pod's other containers start after it.
+func socketSidecar(sc *slurmv1alpha1.SlurmCluster, name, image, script, socket string, failures int32,
+	mounts []corev1.VolumeMount, caps ...corev1.Capability) corev1.Container {
 	return corev1.Container{
-		Name:            "munge",
-		Image:           sc.Spec.Images.Munge,
+		Name:            name,
+		Image:           image,
 		ImagePullPolicy: corev1.PullPolicy(sc.Spec.Images.PullPolicy),
 		Command:         []string{"/bin/sh", "-c", script},
 		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeMungeKey, MountPath: MungeKeySecretDir, ReadOnly: true},
-			{Name: VolumeMungeSocket, MountPath: socketDir},
-		},
+		VolumeMounts:    mounts,
 		StartupProbe: &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-				Command: []string{"test", "-S", socketDir + "/munge.socket.2"},
-			}},
+			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-S", socket}}},
 			PeriodSeconds:    1,
-			FailureThreshold: 30,
+			FailureThreshold: failures,
 		},
-		// Only what the script needs: change owners and modes, read the root-owned key, and
-		// become munge.
 		SecurityContext: &corev1.SecurityContext{
-			Capabilities: &corev1.Capabilities{
-				Drop: []corev1.Capability{"ALL"},
-				Add:  []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID"},
-			},
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: caps},
 			AllowPrivilegeEscalation: ptr.To(false),
 		},
 		Resources: corev1.ResourceRequirements{},

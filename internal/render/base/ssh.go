@@ -59,13 +59,18 @@ func CheckHostKeys(keys map[string][]byte) error {
 // SSHDArgs are sshd's arguments on login and worker nodes: key-only logins, the shared host
 // keys, root's keys from the operator's ConfigMap, and each user's own ~/.ssh/authorized_keys.
 func SSHDArgs(port int32) []string {
+	return sshdArgs(port, "/usr/bin/cat "+AuthorizedKeysDir+"/%u")
+}
+
+// sshdArgs are SSHDArgs with keysCommand as sshd's AuthorizedKeysCommand.
+func sshdArgs(port int32, keysCommand string) []string {
 	args := []string{"/usr/sbin/sshd", "-D", "-e", "-p", strconv.Itoa(int(port))}
 	for _, f := range HostKeyFiles {
 		args = append(args, "-o", "HostKey="+SSHHostKeysDir+"/"+f)
 	}
 	return append(args,
 		"-o", "AuthorizedKeysFile=.ssh/authorized_keys",
-		"-o", "AuthorizedKeysCommand=/usr/bin/cat "+AuthorizedKeysDir+"/%u",
+		"-o", "AuthorizedKeysCommand="+keysCommand,
 		"-o", "AuthorizedKeysCommandUser=nobody",
 		"-o", "PasswordAuthentication=no",
 		"-o", "KbdInteractiveAuthentication=no",

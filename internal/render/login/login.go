@@ -91,17 +91,20 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		base.SSHHostKeysVolume(sc),
 		base.AuthorizedKeysVolume(sc),
 	)
+	volumes = append(volumes, base.IdentityVolumes(sc)...)
 	mounts := append(jailMounts,
 		corev1.VolumeMount{Name: base.VolumeSlurmConfig, MountPath: base.ConfigMountDir, ReadOnly: true},
 		corev1.VolumeMount{Name: base.VolumeMungeSocket, MountPath: slurmfacts.MungeSocketDir},
 		base.SSHHostKeysMount,
 		base.AuthorizedKeysMount,
 	)
+	mounts = append(mounts, base.IdentityMounts(sc)...)
 	binds := append([]base.JailBind{
 		{Source: base.ConfigMountDir, Target: slurmfacts.ConfDir, ReadOnly: true},
 		base.SSHHostKeysBind,
 		base.AuthorizedKeysBind,
 	}, subBinds...)
+	binds = append(binds, base.IdentityBinds(sc, true)...)
 	// Clipped: the containers append their own mounts to copies.
 	mounts, binds = slices.Clip(mounts), slices.Clip(binds)
 	notice := ptr.Deref(spec.StopNoticeSeconds, DefaultStopNoticeSeconds)
@@ -110,7 +113,8 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		Image: sc.Spec.Images.Login,
 		// Pivoted (a mount namespace whose root is the jail), not chrooted: the kernel refuses
 		// user namespaces to chrooted processes, and sessions need them for rootless Podman.
-		Command:      base.JailExecPivot(binds, append(base.SSHDArgs(spec.Sshd.Port), "-o", "SetEnv="+loginPodmanStorage)...),
+		Command: base.WithEntrypointFlags(base.JailExecPivot(binds, append(base.SSHDArgsWithIdentity(sc, spec.Sshd.Port), "-o", "SetEnv="+loginPodmanStorage)...),
+			base.IdentityEntrypointFlags(sc)...),
 		Env:          base.PodIndexEnv(comp),
 		Ports:        []corev1.ContainerPort{{Name: "ssh", ContainerPort: spec.Sshd.Port}},
 		Resources:    spec.Resources.Core(),
@@ -133,16 +137,18 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	// address, and the docker group is root on the node.
 	containers := []corev1.Container{sshd}
 	pod := corev1.PodSpec{
-		InitContainers: []corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
-		Containers:     containers,
-		Volumes:        volumes,
-		DNSConfig:      base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
+		InitContainers: base.WithSSSDSidecar(sc, sc.Spec.Images.Login,
+			[]corev1.Container{base.WaitForJail(sc, sc.Spec.Images.Login), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)}),
+		Containers: containers,
+		Volumes:    volumes,
+		DNSConfig:  base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
 		// The notice, then sshd's own 30 s to end.
 		TerminationGracePeriodSeconds: ptr.To(int64(notice) + 30),
 	}
 	base.Scheduling(sc, spec.K8sNodeFilterName, &pod)
 	base.SpreadAcrossNodes(sc, comp, &pod)
-	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod, PodAnnotations: maps.Clone(spec.PodAnnotations)}), nil
+	return base.StatefulSet(sc, base.StatefulSetParams{Component: comp, Replicas: spec.Size, Pod: pod,
+		PodAnnotations: base.WithSSSDConfigHash(in, maps.Clone(spec.PodAnnotations))}), nil
 }
 
 // DefaultStopNoticeSeconds is spec.slurmNodes.login.stopNoticeSeconds when unset.

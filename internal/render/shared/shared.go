@@ -50,3 +50,16 @@ func SortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// IdentityConfigMap holds what the jail and slurmctld need to resolve the directory's users
+// (spec.identity): nil without it.
+func IdentityConfigMap(in base.Input) *corev1.ConfigMap {
+	if !in.Cluster.SSSDEnabled() {
+		return nil
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   base.TypeMeta("v1", "ConfigMap"),
+		ObjectMeta: base.SharedObjectMeta(in.Cluster, in.Cluster.IdentityConfigMapName()),
+		Data:       base.IdentityFiles(in.Cluster),
+	}
+}

@@ -200,13 +200,17 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 		m.ReadOnly = true
 		mounts = append(mounts, m)
 	}
+	// With a directory (spec.identity), SSSD resolves the users the jail does not have.
+	volumes = append(volumes, base.IdentityVolumes(sc)...)
+	mounts = append(mounts, base.ControllerIdentityMounts(sc)...)
 	var inits []corev1.Container
 	if pj := sc.Spec.PopulateJail; pj != nil && pj.Image != "" {
 		// The jail's users are read from it: wait until it is populated.
 		inits = append(inits, base.WaitForJail(sc, sc.Spec.Images.Worker))
 	}
 	pod := corev1.PodSpec{
-		InitContainers: append(inits, base.MungeSidecar(sc, slurmfacts.MungeSocketDir)),
+		// SSSD runs from the worker image: the controller image carries only its NSS module.
+		InitContainers: base.WithSSSDSidecar(sc, sc.Spec.Images.Worker, append(inits, base.MungeSidecar(sc, slurmfacts.MungeSocketDir))),
 		Containers: []corev1.Container{base.Container(sc, corev1.Container{
 			Name:  "slurmctld",
 			Image: sc.Spec.Images.Controller,
@@ -268,6 +272,7 @@ func StatefulSet(in base.Input) (*appsv1.StatefulSet, error) {
 	pod.PriorityClassName = in.ControlPlanePriorityClass
 	return base.StatefulSet(sc, base.StatefulSetParams{
 		Component: comp, Replicas: spec.Size, Pod: pod, SpoolClaim: spoolClaim,
+		PodAnnotations: base.WithSSSDConfigHash(in, nil), Annotations: base.SSSDSecretAnnotations(in),
 	}), nil
 }
 

@@ -70,6 +70,7 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 		corev1.Volume{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
 	volumes = append(volumes, base.DockerVolumes(sc)...)
+	volumes = append(volumes, base.IdentityVolumes(sc)...)
 	// Without a spool in the spec, slurmd's state is the pod's: an emptyDir.
 	spoolVol, spoolClaim, err := base.SpoolVolume(sc, spec.Volumes.Spool, nil)
 	if err != nil {
@@ -107,6 +108,7 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 		base.SSHHostKeysBind, base.AuthorizedKeysBind,
 		base.JailBind{Source: PAMFile(sc), Target: "/etc/pam.d/sshd", ReadOnly: true},
 	)
+	slurmdBinds = append(slurmdBinds, base.IdentityBinds(sc, false)...)
 
 	env := base.NodeNameEnv(set.Name)
 	script := WorkerScript
@@ -117,8 +119,8 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 		Name:  "slurmd",
 		Image: set.Image,
 		Command: base.WithEntrypointFlags(base.JailExecPivot(slurmdBinds, base.WithDockerSocket(sc,
-			append([]string{"/bin/sh", "-c", script, "worker"}, base.SSHDArgs(22)...))...),
-			slurmconf.WorkerGPUFlags(in, set)...),
+			append([]string{"/bin/sh", "-c", script, "worker"}, base.SSHDArgsWithIdentity(sc, 22)...))...),
+			append(slurmconf.WorkerGPUFlags(in, set), base.IdentityEntrypointFlags(sc)...)...),
 		Env: append(env,
 			corev1.EnvVar{Name: "SLURM_CONF_SERVER", Value: ConfServer(sc)},
 			corev1.EnvVar{Name: "SSHD_SCRIPT", Value: SSHDScript},
@@ -132,7 +134,7 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 		VolumeMounts: append(append(nodeMounts,
 			corev1.VolumeMount{Name: base.VolumeSpool, MountPath: spoolMountDir},
 			base.SSHHostKeysMount, base.AuthorizedKeysMount,
-		), base.DockerRunMounts(sc)...),
+		), append(base.DockerRunMounts(sc), base.IdentityMounts(sc)...)...),
 		// slurmd makes cgroups for jobs and the entrypoint mounts into the jail: nothing
 		// narrower than a privileged container allows both (docs/images.md). sshd runs here
 		// too, with a bounded capability set (SSHDScript), so that slurmstepd can move a
@@ -168,7 +170,8 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 		containers = append(containers, base.DockerdContainer(sc, set.Image, nodeMounts, binds))
 	}
 	pod := corev1.PodSpec{
-		InitContainers:                []corev1.Container{nodeDirs(sc, jailMounts[0]), base.WaitForJail(sc, set.Image), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)},
+		InitContainers: base.WithSSSDSidecar(sc, set.Image,
+			[]corev1.Container{nodeDirs(sc, jailMounts[0]), base.WaitForJail(sc, set.Image), base.MungeSidecar(sc, slurmfacts.MungeSocketDir)}),
 		Containers:                    containers,
 		Volumes:                       volumes,
 		DNSConfig:                     base.DNSConfig(sc, sc.Namespace, in.ClusterDomain),
@@ -178,7 +181,7 @@ func StatefulSet(in base.Input, set slurmv1alpha1.WorkerSet) (*appsv1.StatefulSe
 	requireNodeLabels(&pod, gpu.RequireLabels)
 	p := base.StatefulSetParams{
 		Component: comp, Replicas: in.PodCountOf(set), Pod: pod, SpoolClaim: spoolClaim, OnDelete: true,
-		PodAnnotations: maps.Clone(spec.PodAnnotations),
+		PodAnnotations: base.WithSSSDConfigHash(in, maps.Clone(spec.PodAnnotations)),
 	}
 	if !set.Default() {
 		// A node set's pods carry its name, in their selector too: the sets' StatefulSets never
