@@ -93,9 +93,14 @@ func (e *env) checkManagerKilledDuringAScaleUp() {
 		t.Error("the key Secrets changed across the manager's restart")
 	}
 	// controller, worker, login, accounting; the exporter; their Services, the login's
-	// headless one and the node names'; the Slurm config and root's keys; the busy workers' budget; the node
-	// names' EndpointSlice.
-	for kind, want := range map[string]int{"statefulset": 4, "deployment": 1, "service": 7, "configmap": 2, "poddisruptionbudget": 1} {
+	// headless one and the node names'; the Slurm config, root's keys and, with the directory
+	// on (spec.identity, from its step on), the identity files; the busy workers' budget; the
+	// node names' EndpointSlice.
+	configMaps := 2
+	if e.kubectlOK("get", "slurmcluster", cluster, "-n", ns, "-o", "jsonpath={.spec.identity.sssd.configSecretName}") != "" {
+		configMaps++
+	}
+	for kind, want := range map[string]int{"statefulset": 4, "deployment": 1, "service": 7, "configmap": configMaps, "poddisruptionbudget": 1} {
 		out := e.kubectlOK("get", kind, "-n", ns, "-l", "app.kubernetes.io/instance="+cluster, "-o", "name")
 		if got := len(strings.Fields(out)); got != want {
 			t.Errorf("%d %s objects of the cluster, want %d:\n%s", got, kind, want, out)
