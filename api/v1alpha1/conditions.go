@@ -95,6 +95,9 @@ const (
 	// ReasonIdentitySecretMissing: the SSSD Secret of spec.identity.sssd is missing, or has no
 	// sssd.conf.
 	ReasonIdentitySecretMissing = "IdentitySecretMissing"
+	// ReasonIdentitySecretInvalid: the SSSD Secret's sssd.conf lacks what the pods need (a
+	// service, a domain's section, a provider the images carry).
+	ReasonIdentitySecretInvalid = "IdentitySecretInvalid"
 	// ReasonIdentitySecretNotAllowed: the SSSD Secret lacks the allow-reference label.
 	ReasonIdentitySecretNotAllowed = "IdentitySecretNotAllowed"
 	// ReasonDatabaseSecretNotAllowed: the password Secret lacks the allow-reference label.

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -31,17 +32,26 @@ var _ = Describe("users from the site's directory (spec.identity.sssd)", func() 
 		}).WithTimeout(3*time.Second).Should(BeTrue(), "workers rendered that would wait for a Secret volume")
 
 		By("a Secret that did not opt in is not read")
+		const conf = "[sssd]\nservices = nss, pam, ssh\ndomains = directory\n[domain/directory]\nid_provider = ldap\n"
+		// services lack ssh, which the default sshKeys needs.
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sssd-config", Namespace: ns},
-			Data: map[string][]byte{"sssd.conf": []byte("[sssd]\nservices = nss\ndomains = directory\n"), "ca.crt": []byte("a CA")}}
+			Data: map[string][]byte{"sssd.conf": []byte(strings.Replace(conf, ", ssh", "", 1)), "ca.crt": []byte("a CA")}}
 		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
 		// Secrets the operator did not make are not watched: a spec change brings the next look.
 		updateSpec(ctx, ns, sc.Name, func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 3 })
 		eventuallyCondition(ctx, ns, sc.Name, slurmv1alpha1.ConditionDegraded, slurmv1alpha1.ReasonIdentitySecretNotAllowed, field+") is not labelled "+slurmv1alpha1.LabelAllowReference)
 
-		By("labelled: the controller, login and worker pods run SSSD beside their Slurm")
+		By("labelled, with an sssd.conf the pods cannot use: nothing is rendered, and Degraded says what is missing")
 		secret.Labels = map[string]string{slurmv1alpha1.LabelAllowReference: "true"}
 		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
 		updateSpec(ctx, ns, sc.Name, func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 2 })
+		eventuallyCondition(ctx, ns, sc.Name, slurmv1alpha1.ConditionDegraded, slurmv1alpha1.ReasonIdentitySecretInvalid, field+") key sssd.conf: [sssd] services = \"nss, pam\" lacks ssh")
+		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, key(ns, sc.Name+"-worker"), &appsv1.StatefulSet{}))).To(BeTrue())
+
+		By("a usable sssd.conf: the controller, login and worker pods run SSSD beside their Slurm")
+		secret.Data["sssd.conf"] = []byte(conf)
+		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		updateSpec(ctx, ns, sc.Name, func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 3 })
 		templates := func(g Gomega) map[string]corev1.PodTemplateSpec {
 			out := map[string]corev1.PodTemplateSpec{}
 			for _, c := range []slurmv1alpha1.Component{slurmv1alpha1.ComponentController, slurmv1alpha1.ComponentLogin, slurmv1alpha1.ComponentWorker} {
@@ -67,11 +77,11 @@ var _ = Describe("users from the site's directory (spec.identity.sssd)", func() 
 		Expect(cm.Data[base.IdentityNSSwitchKey]).To(ContainSubstring("passwd:         files sss"))
 
 		By("a changed Secret: a new hash on every template that runs SSSD")
-		secret.Data["sssd.conf"] = []byte("[sssd]\nservices = nss, ssh\ndomains = directory\n")
+		secret.Data["sssd.conf"] = []byte(conf + "ldap_uri = ldaps://ldap.example.org\n")
 		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
 		// The Secret is not watched: the next reconcile reads it (a spec change here, or the
 		// periodic look within 30 s).
-		updateSpec(ctx, ns, sc.Name, func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 3 })
+		updateSpec(ctx, ns, sc.Name, func(sc *slurmv1alpha1.SlurmCluster) { sc.Spec.SlurmNodes.Worker.Size = 2 })
 		var second map[string]corev1.PodTemplateSpec
 		Eventually(func(g Gomega) {
 			second = templates(g)

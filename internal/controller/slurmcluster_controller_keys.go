@@ -78,8 +78,9 @@ func (r *SlurmClusterReconciler) lastSSSDConfigHash(ctx context.Context, sc *slu
 
 // sssdConfigHash reads the admin's SSSD Secret (spec.identity.sssd.configSecretName) and
 // returns the hash of its data, which rolls the pods that run SSSD when it changes. A Secret
-// that is missing, lacks sssd.conf or is not labelled for SlurmClusters to read gives a reason
-// and a message that names the field instead.
+// that is missing, lacks sssd.conf, holds one the pods cannot use (base.CheckSSSDConfig) or is
+// not labelled for SlurmClusters to read gives a reason and a message that names the field
+// instead.
 func (r *SlurmClusterReconciler) sssdConfigHash(ctx context.Context, sc *slurmv1alpha1.SlurmCluster) (hash, reason, why string, err error) {
 	const field = "spec.identity.sssd.configSecretName"
 	name := sc.Spec.Identity.SSSD.ConfigSecretName
@@ -94,6 +95,9 @@ func (r *SlurmClusterReconciler) sssdConfigHash(ctx context.Context, sc *slurmv1
 		return "", slurmv1alpha1.ReasonIdentitySecretNotAllowed, "Secret " + name + " (" + field + ") is not labelled " + slurmv1alpha1.LabelAllowReference + "=true: label it to let SlurmClusters read it", nil
 	case len(s.Data[base.SSSDConfigKey]) == 0:
 		return "", slurmv1alpha1.ReasonIdentitySecretMissing, "Secret " + name + " (" + field + ") has no key " + base.SSSDConfigKey + " with SSSD's configuration", nil
+	}
+	if bad := base.CheckSSSDConfig(s.Data[base.SSSDConfigKey], sc.SSSDSSHKeys()); bad != nil {
+		return "", slurmv1alpha1.ReasonIdentitySecretInvalid, "Secret " + name + " (" + field + ") key " + base.SSSDConfigKey + ": " + bad.Error(), nil
 	}
 	var parts [][]byte
 	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
