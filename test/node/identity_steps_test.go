@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	slurmv1alpha1 "github.com/slurm-k8s/slurm-operator/api/v1alpha1"
 )
 
 // The node test's directory (test/node/slapd): an LDAP server in the cluster's namespace over
@@ -27,14 +29,17 @@ const (
 	directoryHost = "slapd." + ns + ".svc.cluster.local"
 )
 
-// directory is what the identity steps need of the directory: dana's private key (its
-// contents: the step that made the directory and its temporary folder are gone by then).
+// directory is what the identity steps need of the directory: dana's private key, and the key
+// of the directory's own "alice", who shares her name with the jail's local user (contents: the
+// step that made the directory and its temporary folder are gone by then).
 type directory struct {
-	danaKey []byte
+	danaKey, aliceKey []byte
 }
 
-// directoryUsers are the directory's entries (slapadd's LDIF) with dana's public key.
-func directoryUsers(danaPub string) string {
+// directoryUsers are the directory's entries (slapadd's LDIF) with dana's public key, and an
+// entry named alice, as the jail's local user (made with adduser in an earlier step), with a key
+// of its own.
+func directoryUsers(danaPub, alicePub string) string {
 	return `dn: ` + directoryBase + `
 objectClass: dcObject
 objectClass: organization
@@ -78,6 +83,19 @@ uidNumber: 20002
 gidNumber: 20002
 homeDirectory: /home/erin
 loginShell: /bin/bash
+
+dn: uid=alice,ou=people,` + directoryBase + `
+objectClass: inetOrgPerson
+objectClass: posixAccount
+objectClass: ldapPublicKey
+uid: alice
+cn: Alice of the directory
+sn: Alice
+uidNumber: 20003
+gidNumber: 20001
+homeDirectory: /home/alice
+loginShell: /bin/bash
+sshPublicKey: ` + alicePub + `
 
 dn: cn=dana,ou=groups,` + directoryBase + `
 objectClass: posixGroup
@@ -126,12 +144,14 @@ func (e *env) startDirectory() *directory {
 	caPEM, certPEM, keyPEM := directoryCerts(t.Fatalf)
 	danaKey := filepath.Join(t.TempDir(), "dana")
 	danaPub := writeKey(t, danaKey)
+	aliceKey := filepath.Join(t.TempDir(), "alice-of-the-directory")
+	alicePub := writeKey(t, aliceKey)
 	labels := map[string]string{"app": "slapd"}
 	items := []map[string]any{
 		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "slapd-tls", "namespace": ns},
 			"stringData": map[string]string{"tls.crt": string(certPEM), "tls.key": string(keyPEM)}},
 		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "slapd-seed", "namespace": ns},
-			"data": map[string]string{"10-directory.ldif": directoryUsers(danaPub)}},
+			"data": map[string]string{"10-directory.ldif": directoryUsers(danaPub, alicePub)}},
 		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "slapd", "namespace": ns},
 			"spec": map[string]any{
 				"replicas": 1,
@@ -157,7 +177,7 @@ func (e *env) startDirectory() *directory {
 		{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "slapd", "namespace": ns},
 			"spec": map[string]any{"selector": labels, "ports": []map[string]any{{"name": "ldaps", "port": 636, "targetPort": "ldaps"}}}},
 		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": directorySecret, "namespace": ns,
-			"labels": map[string]string{"slurm.hpc.dev/allow-reference": "true"}},
+			"labels": map[string]string{slurmv1alpha1.LabelAllowReference: "true"}},
 			"stringData": map[string]string{"sssd.conf": sssdConfig, "ca.crt": string(caPEM)}},
 	}
 	manifest, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
@@ -166,11 +186,14 @@ func (e *env) startDirectory() *directory {
 	}
 	e.sh(string(manifest), filepath.Join(e.assets, "kubectl"), "apply", "-f", "-")
 	e.kubectlOK("rollout", "status", "deployment/slapd", "-n", ns, "--timeout=2m")
-	key, err := os.ReadFile(danaKey)
-	if err != nil {
+	d := &directory{}
+	if d.danaKey, err = os.ReadFile(danaKey); err != nil {
 		t.Fatal(err)
 	}
-	return &directory{danaKey: key}
+	if d.aliceKey, err = os.ReadFile(aliceKey); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // directoryCerts makes a CA and the directory server's certificate for directoryHost.
@@ -240,6 +263,23 @@ srun -N2 sh -c 'echo "$(id -un) $(hostname) $(id -Gn)"' | sort`)
 	want := "dana\n/home/dana dana 700\n0\ndana " + cluster + "-worker-0 dana hpc\ndana " + cluster + "-worker-1 dana hpc"
 	if err != nil || strings.TrimSpace(out) != want {
 		t.Fatalf("dana's session and job: %v\n%s\nwant:\n%s", err, out, want)
+	}
+
+	// An ordinary user's view, from her own shell: the jail's alice sees dana and her group
+	// (SSSD's sockets and cache are open to every user, as on any SSSD host), and herself as the
+	// jail's alice, not the directory's entry of that name.
+	out = e.onLogin(`su - alice -c 'id dana; stat -c %U /home/dana; id -u'`)
+	if want := "uid=20001(dana) gid=20001(dana) groups=20001(dana),20100(hpc)\ndana\n1000"; strings.TrimSpace(out) != want {
+		t.Errorf("alice's view of the directory's users:\n%s\nwant:\n%s", out, want)
+	}
+	// The directory's alice may not log in as the jail's alice with the directory's key: the keys
+	// command asks SSSD only for users the jail's files do not know.
+	aliceKey := filepath.Join(t.TempDir(), "alice-of-the-directory")
+	if err := os.WriteFile(aliceKey, d.aliceKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := e.sshAs(aliceKey, "alice@"+e.login, "id"); err == nil {
+		t.Errorf("the directory's key for alice logged in to the jail's alice:\n%s", out)
 	}
 
 	// A partition for the group hpc: slurmctld resolves its members through its SSSD.
