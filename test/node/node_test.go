@@ -439,8 +439,8 @@ chmod 755 /usr/local/bin/step-look`)
 	t.Run("a slurmctld state file cut short stops slurmctld, which the status names through the kubelet; restored, slurmctld starts and the running job is still there", func(t *testing.T) {
 		e.with(t).checkStateFileCutShort()
 	})
-	t.Run("delete the cluster and create it again on the same claims: the jail, its users and files are kept", func(t *testing.T) {
-		e.with(t).checkRecreateOnTheSameClaims()
+	t.Run("delete the cluster and create it again as a new cluster on the same jail, with new keys, an empty database and spool, then restore the old one's backup into it: the jail, its users and files are kept, the queued job is queued again, the finished one is in sacct, new jobs get higher ids", func(t *testing.T) {
+		e.with(t).checkRecreateAndRestore()
 	})
 }
 

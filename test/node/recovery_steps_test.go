@@ -1,7 +1,9 @@
 package node
 
 import (
+	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -10,7 +12,8 @@ import (
 )
 
 // The recovery steps of the one-node test: stopping workers, slurmctld away, the manager
-// killed, a damaged state file, and the cluster deleted and created again on its claims.
+// killed, a damaged state file, and the cluster deleted and created again on its jail as a new
+// cluster, restored from the old one's backup.
 
 // checkStoppingWorkers: a stopping worker drains, lets its job finish, and takes jobs again when
 // back; so does every worker after the controller pod is replaced, three times SlurmdTimeout later.
@@ -143,11 +146,19 @@ func (e *env) checkStateFileCutShort() {
 	})
 }
 
-// checkRecreateOnTheSameClaims: delete the cluster and create it again on the same claims: the
-// jail, its users and files are kept.
-func (e *env) checkRecreateOnTheSameClaims() {
+// checkRecreateAndRestore: the cluster deleted and made again on the same jail as a new cluster,
+// with keys of its own, an empty database and an empty spool (as a site's new cluster would
+// have), into which docs/backup.md's restore brings the old cluster's backup: the jail, its users
+// and files are kept; the job queued at the backup is queued again with its id, the job finished
+// before it is in sacct, and the new cluster's first job gets an id above both and runs.
+func (e *env) checkRecreateAndRestore() {
 	t := e.t
 	marker := e.onLogin("cat /" + slurmfacts.JailMarkerFile)
+	finished, queued, folder, _ := e.backupWithAQueuedJob("24.11-new-cluster")
+	defer func() { e.sshErr(e.login, "scancel "+queued) }()
+	// The backup holds the job; the old cluster ends without it.
+	e.onLogin("scancel " + queued)
+	mungeKey := e.kubectlOK("get", "secret", cluster+"-munge-key", "-n", ns, "-o", "jsonpath={.data}")
 	// Deleted while idle: a job cancelled by the step before may still be ending on its worker
 	// (its extern step, PrologFlags=Contain), and a worker whose slurmctld is gone waits for
 	// its job steps through its grace period (PreStopScript).
@@ -168,14 +179,48 @@ func (e *env) checkRecreateOnTheSameClaims() {
 			t.Errorf("claim %s is gone after the cluster was deleted:\n%s", want, claims)
 		}
 	}
+	// A new cluster's database and spool are empty: the old ones emptied by hand (the spool's
+	// files kept aside on the node).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := e.run(ctx, "", filepath.Join(e.assets, "kubectl"), "exec", "-n", ns, "deploy/mariadb", "--", "mariadb", "-u", "slurm",
+		"-pnode-test-password", "-e", "DROP DATABASE slurm_acct_db; CREATE DATABASE slurm_acct_db"); err != nil {
+		t.Fatalf("emptying the database: %v\n%s", err, out)
+	}
+	spool := hostVolume("controller-spool")
+	if out, err := exec.Command("sh", "-c", `set -e; rm -rf "$1.old-cluster"; mkdir "$1.old-cluster"; find "$1" -mindepth 1 -maxdepth 1 -exec mv -t "$1.old-cluster" {} +`,
+		"empty", spool).CombinedOutput(); err != nil {
+		t.Fatalf("emptying the spool: %v\n%s", err, out)
+	}
+
 	e.installCluster() // a new login Service, so a new address
 	if got := e.onLogin("cat /" + slurmfacts.JailMarkerFile); got != marker {
 		t.Errorf("the jail was populated again: marker %q, then %q", marker, got)
 	}
-	e.waitFor(3*time.Minute, "both workers idle", func() (bool, string) {
-		out, _ := e.sshErr(e.login, "sinfo -h -N -o '%N %t' | sort -u")
-		return strings.TrimSpace(out) == "worker-0 idle\nworker-1 idle", out
+	if got := e.kubectlOK("get", "secret", cluster+"-munge-key", "-n", ns, "-o", "jsonpath={.data}"); got == mungeKey {
+		t.Errorf("the new cluster has the old cluster's munge key")
+	}
+	if out := e.onLogin("squeue -h -o %i; sacct -a -n -X -P -o JobID -S 2020-01-01"); strings.TrimSpace(out) != "" {
+		t.Fatalf("the new cluster's queue or accounting is not empty before the restore:\n%s", out)
+	}
+
+	e.restoreBackup(folder)
+	e.waitFor(5*time.Minute, "the new cluster's slurmctld with the backup's queue", func() (bool, string) {
+		out, err := e.sshErr(e.login, "squeue -h -o '%i %j %r'")
+		return err == nil && strings.TrimSpace(out) == queued+" queued-at-backup JobHeldUser", out
 	})
+	e.waitJobInSacct(finished, "COMPLETED")
+	if out, err := e.sshErr(e.login, "sacct -a -n -X -P -o JobID,JobName,User -S 2020-01-01 --name before-backup"); err != nil ||
+		!strings.Contains(out, finished+"|before-backup|root\n") {
+		t.Errorf("sacct after the restore into the new cluster: %v\n%s (want %s|before-backup|root)", err, out, finished)
+	}
+	e.onLogin("scancel " + queued)
+	next := strings.TrimSpace(e.onLogin("sbatch --parsable -J after-restore --wrap true"))
+	if atoi(t, next) <= atoi(t, queued) || atoi(t, next) <= atoi(t, finished) {
+		t.Errorf("the new cluster's first job got id %s, not above the restored jobs' %s and %s", next, finished, queued)
+	}
+	e.waitJobInSacct(next, "COMPLETED")
+	e.waitWorkersIdle()
 	if out := e.onLogin("id -un alice; srun -w worker-1 from-worker-0; cat /mnt/data-hps/from-worker-0 >/dev/null && echo kept"); !strings.HasPrefix(out, "alice\n") || !strings.HasSuffix(strings.TrimSpace(out), "kept") {
 		t.Errorf("after the cluster was created again:\n%s", out)
 	}
