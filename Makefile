@@ -73,22 +73,30 @@ images-push: node-assets ## Build every image and push it to REGISTRY (host[:por
 	hack/images-push.sh "$(REGISTRY)" "$(TAG)"
 
 .PHONY: test
-test: check-generated lint test-assets slurm-rootfs ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node test.
-	@# The node tests' binaries and images build beside the other packages' tests (which spend
-	@# much of their time waiting on Slurm and the API server), not before them.
+test: ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node tests.
+	@# The Slurm root file systems (downloads and unpacking, little CPU) build beside the
+	@# generated files' check and lint (compiling). The node tests, their binaries and images
+	@# first, run beside the other packages' tests, which spend much of their time waiting on
+	@# Slurm and the API server, as do the node tests on the kubelet: each side's output goes to
+	@# the terminal as it runs, the node tests' from their log once the other packages are done.
 	mkdir -p $(CACHE)/logs
-	log=$(CACHE)/logs/node-prebuild.log; \
-	echo "test: the node assets and images build in the background, logged to $$log"; \
+	rootfs_log=$(CACHE)/logs/slurm-rootfs.log; \
+	( hack/slurm-rootfs.sh >/dev/null && hack/slurm-rootfs.sh --release 26.05 >/dev/null ) >$$rootfs_log 2>&1 & rootfs=$$!; \
+	$(MAKE) --no-print-directory check-generated lint test-assets || { kill $$rootfs 2>/dev/null; wait $$rootfs; exit 1; }; \
+	if ! wait $$rootfs; then echo "test: building the Slurm root file systems failed:"; tail -40 $$rootfs_log; exit 1; fi
+	log=$(CACHE)/logs/node-tests.log; \
+	echo "test: the node assets, images and node tests run in the background, logged to $$log"; \
 	( t0=$$(date +%s); hack/node-assets.sh >/dev/null && hack/images.sh >/dev/null && \
-	  echo "the node assets and images were ready in $$(( $$(date +%s) - t0 )) s" ) >$$log 2>&1 & prebuild=$$!; \
-	promtool=$$(hack/promtool.sh) || { echo "test: no promtool"; kill $$prebuild; exit 1; }; \
+	  echo "test: the node assets and images were ready in $$(( $$(date +%s) - t0 )) s" && \
+	  $(MAKE) --no-print-directory test-node ) >$$log 2>&1 & node=$$!; \
+	promtool=$$(hack/promtool.sh) || { echo "test: no promtool"; kill $$node; exit 1; }; \
 	rc=0; KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
 	  SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" PROMTOOL="$$promtool" \
-	  go test -timeout 30m $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node) || rc=$$?; \
-	if ! wait $$prebuild; then echo "test: building the node assets or images failed:"; tail -40 $$log; exit 1; fi; \
-	echo "test: $$(tail -1 $$log)"; \
+	  go test -timeout 40m $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/node) || rc=$$?; \
+	echo "test: the other packages' tests ended (exit status $$rc) at $$(date +%T); the node tests, from $$log:"; \
+	tail -n +1 -f --pid=$$node $$log; \
+	wait $$node || { echo "test: the node tests failed"; rc=1; }; \
 	exit $$rc
-	$(MAKE) test-node
 
 .PHONY: test-node
 test-node: node-assets ## The node tests: images, a real one-node and a three-node Kubernetes, the chart, ssh, jobs, node faults (needs root).
