@@ -211,7 +211,7 @@ func (e *env) checkRecreateAndRestore() {
 	})
 	e.waitJobInSacct(finished, "COMPLETED")
 	if out, err := e.sshErr(e.login, "sacct -a -n -X -P -o JobID,JobName,User -S 2020-01-01 --name before-backup"); err != nil ||
-		!strings.Contains(out, finished+"|before-backup|root\n") {
+		!strings.Contains(out+"\n", finished+"|before-backup|root\n") {
 		t.Errorf("sacct after the restore into the new cluster: %v\n%s (want %s|before-backup|root)", err, out, finished)
 	}
 	e.onLogin("scancel " + queued)
