@@ -379,7 +379,9 @@ chmod 755 /usr/local/bin/step-look`)
 		out := e.onLogin(`su alice -c 'cd; srun -n1 -c1 --gres=gpu:1 sh -c "step-look; podman load -q -i ~/hello.tar >/dev/null && podman run --rm -v /usr/local/bin/step-look:/look:ro hello:1 sh /look"' 2>&1`)
 		var lines []string
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			if !strings.HasPrefix(l, "time=") { // Podman's warnings (cgroup v1 on this node)
+			// Podman's warnings (cgroup v1 on this node), and srun's own words when the job
+			// waits a moment for its node ("queued and waiting for resources").
+			if !strings.HasPrefix(l, "time=") && !strings.HasPrefix(l, "srun: ") {
 				lines = append(lines, l)
 			}
 		}
