@@ -75,20 +75,20 @@ images-push: node-assets ## Build every image and push it to REGISTRY (host[:por
 .PHONY: test
 test: ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node tests.
 	@# The Slurm root file systems (downloads and unpacking, little CPU) build beside the
-	@# generated files' check and lint (compiling). The node tests, their binaries and images
-	@# first, run beside the other packages' tests, which spend much of their time waiting on
-	@# Slurm and the API server, as do the node tests on the kubelet: each side's output goes to
-	@# the terminal as it runs, the node tests' from their log once the other packages are done.
+	@# generated files' check and lint (compiling). Then the node tests' binaries and images
+	@# (compiling, on a cold cache), and then the node tests beside the other packages' tests:
+	@# both spend much of their time waiting on Slurm, the API server and the kubelet. The other
+	@# packages' output goes to the terminal as it comes, the node tests' from their log after.
 	mkdir -p $(CACHE)/logs
 	rootfs_log=$(CACHE)/logs/slurm-rootfs.log; \
 	( hack/slurm-rootfs.sh >/dev/null && hack/slurm-rootfs.sh --release 26.05 >/dev/null ) >$$rootfs_log 2>&1 & rootfs=$$!; \
 	$(MAKE) --no-print-directory check-generated lint test-assets || { kill $$rootfs 2>/dev/null; wait $$rootfs; exit 1; }; \
 	if ! wait $$rootfs; then echo "test: building the Slurm root file systems failed:"; tail -40 $$rootfs_log; exit 1; fi
+	t0=$$(date +%s); hack/node-assets.sh >/dev/null; hack/images.sh >/dev/null; \
+	echo "test: the node assets and images were ready in $$(( $$(date +%s) - t0 )) s"
 	log=$(CACHE)/logs/node-tests.log; \
-	echo "test: the node assets, images and node tests run in the background, logged to $$log"; \
-	( t0=$$(date +%s); hack/node-assets.sh >/dev/null && hack/images.sh >/dev/null && \
-	  echo "test: the node assets and images were ready in $$(( $$(date +%s) - t0 )) s" && \
-	  $(MAKE) --no-print-directory test-node ) >$$log 2>&1 & node=$$!; \
+	echo "test: the node tests run in the background from $$(date +%T), logged to $$log"; \
+	$(MAKE) --no-print-directory test-node >$$log 2>&1 & node=$$!; \
 	promtool=$$(hack/promtool.sh) || { echo "test: no promtool"; kill $$node; exit 1; }; \
 	rc=0; KUBEBUILDER_ASSETS="$$(hack/test-assets.sh --print-dir)" SLURM_ROOTFS="$$(hack/slurm-rootfs.sh --print-dir)" \
 	  SLURM_ROOTFS_NEXT="$$(hack/slurm-rootfs.sh --release 26.05 --print-dir)" PROMTOOL="$$promtool" \
