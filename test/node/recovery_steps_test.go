@@ -154,7 +154,7 @@ func (e *env) checkStateFileCutShort() {
 func (e *env) checkRecreateAndRestore() {
 	t := e.t
 	marker := e.onLogin("cat /" + slurmfacts.JailMarkerFile)
-	finished, queued, folder, _ := e.backupWithAQueuedJob("24.11-new-cluster")
+	finished, queued, held, folder, _ := e.backupWithAQueuedJob("24.11-new-cluster")
 	defer func() { e.sshErr(e.login, "scancel "+queued) }()
 	// The backup holds the job; the old cluster ends without it.
 	e.onLogin("scancel " + queued)
@@ -207,7 +207,7 @@ func (e *env) checkRecreateAndRestore() {
 	e.restoreBackup(folder)
 	e.waitFor(5*time.Minute, "the new cluster's slurmctld with the backup's queue", func() (bool, string) {
 		out, err := e.sshErr(e.login, "squeue -h -o '%i %j %r'")
-		return err == nil && strings.TrimSpace(out) == queued+" queued-at-backup JobHeldUser", out
+		return err == nil && strings.TrimSpace(out) == queued+" "+held+" JobHeldUser", out
 	})
 	e.waitJobInSacct(finished, "COMPLETED")
 	if out, err := e.sshErr(e.login, "sacct -a -n -X -P -o JobID,JobName,User -S 2020-01-01 --name before-backup"); err != nil ||

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,7 @@ import (
 func (e *env) checkRestoreFromABackup() {
 	t := e.t
 	t.Helper()
-	before, queued, folder, _ := e.backupWithAQueuedJob("24.11-restore")
+	before, queued, held, folder, _ := e.backupWithAQueuedJob("24.11-restore")
 	var queuedAfter string
 	defer func() {
 		// Held jobs left by a failure here would keep later steps from finding the queue empty.
@@ -31,7 +33,7 @@ func (e *env) checkRestoreFromABackup() {
 	e.restoreBackup(folder)
 	e.waitFor(5*time.Minute, "slurmctld back with the backup's queue", func() (bool, string) {
 		out, err := e.sshErr(e.login, "squeue -h -o '%i %j' | sort")
-		return err == nil && strings.Contains(out, queued+" queued-at-backup"), out
+		return err == nil && strings.Contains(out, queued+" "+held), out
 	})
 	if out := e.onLogin("squeue -h -o '%i %j'"); strings.Contains(out, "queued-after-backup") {
 		t.Errorf("the job queued after the backup (%s) is queued after the restore:\n%s", queuedAfter, out)
@@ -45,21 +47,21 @@ func (e *env) checkRestoreFromABackup() {
 	e.waitWorkersIdle()
 }
 
-// backupWithAQueuedJob runs a job to its end and holds another in the queue, then takes a backup
-// with the operator's backup Job (its target and folder named by to) once slurmctld has saved
-// the ended job. It returns both jobs' ids, the backup's folder on the node and the cluster's
+// backupWithAQueuedJob runs a job to its end and holds another in the queue (named after to, so
+// that no earlier job shares its name), then takes a backup with the operator's backup Job (its
+// target and folder named by to) once slurmctld's saved job state holds the held job. It returns
+// both jobs' ids, the held job's name, the backup's folder on the node and the cluster's
 // clusterName.
-func (e *env) backupWithAQueuedJob(to string) (finished, queued, folder, clusterName string) {
+func (e *env) backupWithAQueuedJob(to string) (finished, queued, held, folder, clusterName string) {
 	e.t.Helper()
 	finished = strings.TrimSpace(e.onLogin("sbatch --parsable -J before-backup --wrap true"))
 	e.waitJobInSacct(finished, "COMPLETED")
-	ended := e.waitJobEnded(finished)
-	// The held job is a change slurmctld saves after the first job ended, so the saved state
-	// holds that job as ended whenever slurmctld's own save ran.
-	queued = strings.TrimSpace(e.onLogin("sbatch --parsable -J queued-at-backup --hold --wrap true"))
-	e.waitStateSaved(ended)
+	e.waitJobEnded(finished)
+	held = "queued-at-" + to
+	queued = strings.TrimSpace(e.onLogin("sbatch --parsable -J " + held + " --hold --wrap true"))
+	e.waitStateHolds(held)
 	folder, clusterName = e.runBackupJob(to, "24.11", to)
-	return finished, queued, folder, clusterName
+	return finished, queued, held, folder, clusterName
 }
 
 // restoreBackup follows docs/backup.md's restore, steps 1 to 5, on the live cluster with
@@ -179,30 +181,31 @@ func (e *env) waitWorkersIdle() {
 	})
 }
 
-// waitJobEnded waits until slurmctld holds the job as ended (no longer completing on its nodes)
-// and returns when it saw that.
-func (e *env) waitJobEnded(id string) time.Time {
+// waitJobEnded waits until slurmctld holds the job as ended (no longer completing on its nodes).
+func (e *env) waitJobEnded(id string) {
 	e.t.Helper()
 	e.waitFor(time.Minute, "job "+id+" ended in slurmctld", func() (bool, string) {
 		out, _ := e.sshErr(e.login, "scontrol show job "+id+" -o")
 		return strings.Contains(out, "JobState=COMPLETED ") && !strings.Contains(out, "COMPLETING"), out
 	})
-	return time.Now()
 }
 
-// waitStateSaved waits until slurmctld has saved its job state after the time given: slurmctld
-// writes StateSaveLocation a few seconds after a change, and a backup copied before that would
-// bring back what the change undid (a job ended would come back as running). The caller makes a
-// change after that time, or the wait may last until slurmctld's periodic save.
-func (e *env) waitStateSaved(since time.Time) {
+// waitStateHolds waits until slurmctld's saved job state (StateSaveLocation's job_state, which
+// slurmctld writes a few seconds after a change) holds a job of that name, as the file packs it.
+// A backup copied before that would not bring the job back, and would bring back what changed
+// before it as it was (a job ended before the named one was submitted could come back running).
+// Waiting for any save after a time is not enough: the save the earlier change asked for can
+// land after that time without the named job, as a restore into a new cluster once showed
+// ("Purged files for defunct batch JobId": the job's script was in the copy, the job not).
+func (e *env) waitStateHolds(name string) {
 	e.t.Helper()
 	state := filepath.Join(hostVolume("controller-spool"), "job_state")
-	e.waitFor(time.Minute, "slurmctld's job state saved after "+since.Format(time.RFC3339Nano), func() (bool, string) {
-		st, err := os.Stat(state)
+	e.waitFor(time.Minute, "slurmctld's saved job state holding job "+name, func() (bool, string) {
+		b, err := os.ReadFile(state)
 		if err != nil {
 			return false, err.Error()
 		}
-		return st.ModTime().After(since), st.ModTime().String()
+		return bytes.Contains(b, []byte(name)), fmt.Sprintf("%d bytes", len(b))
 	})
 }
 
