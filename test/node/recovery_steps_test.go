@@ -154,9 +154,10 @@ func (e *env) checkStateFileCutShort() {
 func (e *env) checkRecreateAndRestore() {
 	t := e.t
 	marker := e.onLogin("cat /" + slurmfacts.JailMarkerFile)
-	finished, queued, held, folder, _ := e.backupWithAQueuedJob("24.11-new-cluster")
+	// The jobs are an ordinary user's: alice's, whom the jail keeps.
+	finished, queued, held, folder, _ := e.backupWithAQueuedJob("24.11-new-cluster", "alice")
 	defer func() { e.sshErr(e.login, "scancel "+queued) }()
-	// The backup holds the job; the old cluster ends without it.
+	// The backup holds the job; the old cluster ends without it (root cancels it).
 	e.onLogin("scancel " + queued)
 	mungeKey := e.kubectlOK("get", "secret", cluster+"-munge-key", "-n", ns, "-o", "jsonpath={.data}")
 	// Deleted while idle: a job cancelled by the step before may still be ending on its worker
@@ -205,17 +206,20 @@ func (e *env) checkRecreateAndRestore() {
 	}
 
 	e.restoreBackup(folder)
+	// What alice sees from her own shell: her held job, her finished one.
 	e.waitFor(5*time.Minute, "the new cluster's slurmctld with the backup's queue", func() (bool, string) {
-		out, err := e.sshErr(e.login, "squeue -h -o '%i %j %r'")
-		return err == nil && strings.TrimSpace(out) == queued+" "+held+" JobHeldUser", out
+		out, err := e.sshErr(e.login, `su - alice -c "squeue -h -o '%i %j %u %r'"`)
+		return err == nil && strings.TrimSpace(out) == queued+" "+held+" alice JobHeldUser", out
 	})
 	e.waitJobInSacct(finished, "COMPLETED")
-	if out, err := e.sshErr(e.login, "sacct -a -n -X -P -o JobID,JobName,User -S 2020-01-01 --name before-backup"); err != nil ||
-		!strings.Contains(out+"\n", finished+"|before-backup|root\n") {
-		t.Errorf("sacct after the restore into the new cluster: %v\n%s (want %s|before-backup|root)", err, out, finished)
+	if out, err := e.sshErr(e.login, `su - alice -c "sacct -n -X -P -o JobID,JobName,User -S 2020-01-01 --name before-backup"`); err != nil ||
+		!strings.Contains(out+"\n", finished+"|before-backup|alice\n") {
+		t.Errorf("alice's sacct after the restore into the new cluster: %v\n%s (want %s|before-backup|alice)", err, out, finished)
 	}
-	e.onLogin("scancel " + queued)
-	next := strings.TrimSpace(e.onLogin("sbatch --parsable -J after-restore --wrap true"))
+	// Her job released by herself, and a new one of hers, both run.
+	e.onLogin(asUser("alice", "scontrol release "+queued))
+	e.waitJobInSacct(queued, "COMPLETED")
+	next := strings.TrimSpace(e.onLogin(asUser("alice", "sbatch --parsable -J after-restore --wrap true")))
 	if atoi(t, next) <= atoi(t, queued) || atoi(t, next) <= atoi(t, finished) {
 		t.Errorf("the new cluster's first job got id %s, not above the restored jobs' %s and %s", next, finished, queued)
 	}

@@ -19,7 +19,7 @@ import (
 func (e *env) checkRestoreFromABackup() {
 	t := e.t
 	t.Helper()
-	before, queued, held, folder, _ := e.backupWithAQueuedJob("24.11-restore")
+	before, queued, held, folder, _ := e.backupWithAQueuedJob("24.11-restore", "root")
 	var queuedAfter string
 	defer func() {
 		// Held jobs left by a failure here would keep later steps from finding the queue empty.
@@ -51,14 +51,14 @@ func (e *env) checkRestoreFromABackup() {
 // that no earlier job shares its name), then takes a backup with the operator's backup Job (its
 // target and folder named by to) once slurmctld's saved job state holds the held job. It returns
 // both jobs' ids, the held job's name, the backup's folder on the node and the cluster's
-// clusterName.
-func (e *env) backupWithAQueuedJob(to string) (finished, queued, held, folder, clusterName string) {
+// clusterName. The jobs are user's, submitted from their own shell on the login node.
+func (e *env) backupWithAQueuedJob(to, user string) (finished, queued, held, folder, clusterName string) {
 	e.t.Helper()
-	finished = strings.TrimSpace(e.onLogin("sbatch --parsable -J before-backup --wrap true"))
+	finished = strings.TrimSpace(e.onLogin(asUser(user, "sbatch --parsable -J before-backup --wrap true")))
 	e.waitJobInSacct(finished, "COMPLETED")
 	e.waitJobEnded(finished)
 	held = "queued-at-" + to
-	queued = strings.TrimSpace(e.onLogin("sbatch --parsable -J " + held + " --hold --wrap true"))
+	queued = strings.TrimSpace(e.onLogin(asUser(user, "sbatch --parsable -J "+held+" --hold --wrap true")))
 	e.waitStateHolds(held)
 	folder, clusterName = e.runBackupJob(to, "24.11", to)
 	return finished, queued, held, folder, clusterName
@@ -170,6 +170,14 @@ func (e *env) restoreBackup(folder string) {
 	// 5. The operator again: it scales slurmdbd and slurmctld back to the spec.
 	e.kubectlOK(append([]string{"scale", "deployment", "--replicas=" + replicas}, operator...)...)
 	restarted = true
+}
+
+// asUser is script as run from user's own login shell (root's as it is); script holds no '.
+func asUser(user, script string) string {
+	if user == "root" {
+		return script
+	}
+	return "su - " + user + " -c '" + script + "'"
 }
 
 // waitWorkersIdle waits until both workers take jobs.
