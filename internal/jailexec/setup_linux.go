@@ -230,8 +230,19 @@ func gatherDriver(root, driverRoot string, d Driver) error {
 }
 
 // JailLibDir is the jail's multiarch library directory, searched by its dynamic loader even for
-// names missing from ld.so.cache.
-const JailLibDir = "/usr/lib/x86_64-linux-gnu"
+// names missing from ld.so.cache: the one of this program's architecture, which is the node's and
+// the jail's (a jail holds the programs of one architecture).
+var JailLibDir = multiarchLibDir(runtime.GOARCH)
+
+// multiarchLibDir is Debian's library directory for a Go architecture.
+func multiarchLibDir(goarch string) string {
+	switch goarch {
+	case "arm64":
+		return "/usr/lib/aarch64-linux-gnu"
+	default:
+		return "/usr/lib/x86_64-linux-gnu"
+	}
+}
 
 // linkDriver makes, in the jail's library directory, a link for each soname to RunDriverDir,
 // where this pod's files are. Links are made only where no file of that name exists; they are

@@ -246,3 +246,19 @@ NVIDIA_VISIBLE_DEVICES=1 ` + bin + ` --jail ` + jail + ` --driver-from ` + node 
 		t.Fatalf("a pod given fewer GPUs than it asked for started: %v\n%s", err, out)
 	}
 }
+
+func TestMultiarchLibDirIsDebians(t *testing.T) {
+	for goarch, want := range map[string]string{"amd64": "/usr/lib/x86_64-linux-gnu", "arm64": "/usr/lib/aarch64-linux-gnu"} {
+		if got := multiarchLibDir(goarch); got != want {
+			t.Errorf("multiarchLibDir(%q) = %s, want %s", goarch, got, want)
+		}
+	}
+	// The jail's library directory is one the driver's libraries are looked for in on the node.
+	found := false
+	for _, d := range driverLibDirs {
+		found = found || d == JailLibDir
+	}
+	if !found {
+		t.Errorf("JailLibDir %s is not among the node's driver library directories %v", JailLibDir, driverLibDirs)
+	}
+}
