@@ -72,6 +72,15 @@ images-push: node-assets ## Build every image and push it to REGISTRY (host[:por
 	@test -n "$(REGISTRY)" || { echo "images-push: set REGISTRY=host[:port][/path] (and TAG=… to override the images' own tags)"; exit 2; }
 	hack/images-push.sh "$(REGISTRY)" "$(TAG)"
 
+.PHONY: test-arm64
+test-arm64: node-assets ## The arm64 images: built under QEMU's emulator, pushed with the amd64 ones to a registry run here, read back and run (needs root; not in make test: docs/images.md).
+	@set -e; \
+	if ! hack/binfmt.sh --check; then hack/binfmt.sh >/dev/null; trap 'hack/binfmt.sh --remove' EXIT; fi; \
+	t0=$$(date +%s); \
+	PLATFORMS=linux/amd64,linux/arm64 IMAGES="munge controller accounting worker login jail manager exporter" hack/images.sh >/dev/null; \
+	echo "test-arm64: the images for amd64 and arm64 were ready in $$(( $$(date +%s) - t0 )) s"; \
+	PUSH_PLATFORMS=linux/amd64,linux/arm64 NODE_TEST=1 go test -count=1 -timeout 60m -run '^TestImagesPushedToARegistry$$' -v ./test/node/
+
 .PHONY: test
 test: ## Run every test: generated files, lint, unit, envtest, real Slurm, e2e, alerts, the node tests.
 	@# The Slurm root file systems (downloads and unpacking, little CPU) build beside the

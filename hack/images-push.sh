@@ -12,10 +12,13 @@
 #
 # Environment: OUT (folder of the values files; default the image cache), CRANE_INSECURE=1 for a
 # registry served over plain HTTP (crane talks plain HTTP to localhost and 127.0.0.1 anyway),
-# and the registry's credentials as crane finds them (~/.docker/config.json: `crane auth login`).
+# the registry's credentials as crane finds them (~/.docker/config.json: `crane auth login`), and
+# PLATFORMS: linux/amd64,linux/arm64 (the default) or linux/amd64.
 #
-# Every image is built for linux/amd64 only: this machine cannot run arm64 code, and the Slurm
-# images run Debian's package scripts at build time (docs/images.md, "Platforms").
+# Every image is built for amd64 and arm64 (NVIDIA Grace nodes). The Slurm images and the jail
+# run Debian's package scripts at build time, which for arm64 are arm64 programs: when this
+# machine cannot run them yet, hack/binfmt.sh registers QEMU's arm64 emulator for the build and
+# the entry is removed again at the end (docs/images.md, "Platforms").
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +32,14 @@ esac
 if [ -n "$TAG" ] && ! [[ $TAG =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then
 	echo "images-push: TAG $TAG is not a valid image tag" >&2
 	exit 2
+fi
+
+PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
+export PLATFORMS
+if [ "$PLATFORMS" != linux/amd64 ] && ! "$HERE/binfmt.sh" --check; then
+	echo "images-push: registering an arm64 emulator for the build (hack/binfmt.sh)" >&2
+	"$HERE/binfmt.sh" >/dev/null
+	trap '"$HERE/binfmt.sh" --remove' EXIT
 fi
 
 CRANE=$("$HERE/crane.sh")

@@ -8,6 +8,13 @@
 #   hack/images.sh                 build what is missing; print "REF DIR" per image
 #   hack/images.sh --print-dir     print the cache folder only
 #   IMAGES="worker jail" hack/images.sh   only these (and what they need)
+#   PLATFORMS=linux/amd64,linux/arm64 hack/images.sh   the product's images for arm64 too
+#
+# PLATFORMS is linux/amd64 (the default: what the test node runs) or linux/amd64,linux/arm64
+# (what make images-push builds). The operator's and the exporter's images are built for both
+# always: they are cross-compiled Go programs. The others, for arm64, run arm64 code in their RUN
+# steps (Debian's package scripts), so an arm64 emulator must be registered: hack/binfmt.sh. An
+# image built for both is kept beside its amd64-only build, not in its place.
 #
 # Needs root (debootstrap, buildkitd) and hack/node-assets.sh (buildkitd, buildctl, runc).
 set -euo pipefail
@@ -22,12 +29,25 @@ OUT=$CACHE/images
 TAG_SLURM=24.11
 MANAGER_TAG=${MANAGER_TAG:-0.1.0}
 
+PLATFORMS=${PLATFORMS:-linux/amd64}
+
 case ${1:-} in
 --print-dir) echo "$OUT"; exit 0 ;;
 "") ;;
 *) echo "usage: $0 [--print-dir]" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "images: must run as root (debootstrap, buildkitd)" >&2; exit 1; }
+case $PLATFORMS in
+linux/amd64) ;;
+linux/amd64,linux/arm64 | linux/arm64,linux/amd64)
+	PLATFORMS=linux/amd64,linux/arm64
+	"$HERE/binfmt.sh" --check || {
+		echo "images: PLATFORMS=$PLATFORMS needs an arm64 emulator registered in binfmt_misc: run hack/binfmt.sh first" >&2
+		exit 1
+	}
+	;;
+*) echo "images: PLATFORMS is linux/amd64 or linux/amd64,linux/arm64, not $PLATFORMS" >&2; exit 2 ;;
+esac
 
 T0=$(date +%s)
 log() { echo "images: [$(($(date +%s) - T0))s] $*" >&2; }
@@ -46,10 +66,11 @@ exporter|images/exporter/Dockerfile|docker.io/slurm-k8s/exporter:$TAG_SLURM|go.m
 mariadb|test/node/mariadb/Dockerfile|docker.io/slurm-k8s-test/mariadb:11|
 slapd|test/node/slapd/Dockerfile|docker.io/slurm-k8s-test/slapd:2.6|
 "
-# Images built for arm64 too (Grace nodes), as one multi-platform image: those of one static Go
-# binary, cross-compiled on this machine's architecture. The Slurm images run Debian's package
-# scripts at build time, which an arm64 build would have to run as arm64 code (docs/images.md).
+# Images built for arm64 too (Grace nodes), as one multi-platform image, whatever PLATFORMS says:
+# those of one static Go binary, cross-compiled on this machine's architecture.
 MULTI_PLATFORM="manager exporter"
+# Images built for amd64 only, whatever PLATFORMS says: the tests' own.
+AMD64_ONLY="mariadb slapd"
 WANT=${IMAGES:-munge controller accounting worker login jail manager exporter mariadb slapd}
 
 NODE_ASSETS=$("$HERE/node-assets.sh" --print-dir)
@@ -110,22 +131,25 @@ mkoci() {
 # multi-platform image.
 digest() { jq -r '.manifests[0].digest' "$1/index.json"; }
 
-# The Debian 13 base (what debian:trixie-slim is): debootstrap minbase, the stable updates and
-# security suites, no documentation, services never started during builds.
+# The Debian 13 base (what debian:trixie-slim is) for one architecture (amd64 when none is
+# named): debootstrap minbase, the stable updates and security suites, no documentation, services
+# never started during builds. An arm64 base runs its package scripts under the emulator.
 build_base() {
-	local dir=$OUT/base-$BASE_VERSION
+	local arch=${1:-amd64} dir=$OUT/base-$BASE_VERSION
+	[ "$arch" = amd64 ] || dir=$dir-$arch
 	[ -f "$dir/index.json" ] && { echo "$dir"; return 0; }
 	need_debs debootstrap
 	local mirror
 	mirror=${SLURM_ROOTFS_MIRROR:-$(debian_mirror || true)}
 	[ -n "$mirror" ] || { log "no Debian mirror in the apt sources; set SLURM_ROOTFS_MIRROR"; exit 1; }
-	local rootfs=$OUT/.base-rootfs
+	local rootfs=$OUT/.base-rootfs-$arch
 	rm -rf --one-file-system "$rootfs"
 	local script=trixie
 	[ -e /usr/share/debootstrap/scripts/trixie ] || script=/usr/share/debootstrap/scripts/sid
-	log "debootstrap trixie from $mirror"
-	unshare --mount --propagation private -- debootstrap --variant=minbase trixie "$rootfs" "$mirror" "$script" >"$OUT/base.log" 2>&1 ||
-		{ tail -20 "$OUT/base.log" >&2; exit 1; }
+	local blog=$OUT/base-$arch.log
+	log "debootstrap trixie ($arch) from $mirror"
+	unshare --mount --propagation private -- debootstrap --arch="$arch" --variant=minbase trixie "$rootfs" "$mirror" "$script" >"$blog" 2>&1 ||
+		{ tail -20 "$blog" >&2; exit 1; }
 	printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"; chmod 755 "$rootfs/usr/sbin/policy-rc.d"
 	printf 'path-exclude /usr/share/doc/*\npath-include /usr/share/doc/*/copyright\npath-exclude /usr/share/man/*\npath-exclude /usr/share/info/*\npath-exclude /usr/share/locale/*\npath-include /usr/share/locale/locale.alias\n' \
 		>"$rootfs/etc/dpkg/dpkg.cfg.d/slim"
@@ -134,18 +158,54 @@ build_base() {
 	printf 'Types: deb\nURIs: %s\nSuites: trixie trixie-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: %s-security\nSuites: trixie-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
 		"$mirror" "${mirror%/}" >"$rootfs/etc/apt/sources.list.d/debian.sources"
 	cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
-	unshare --mount --propagation private -- sh -c "mount -t proc proc '$rootfs/proc' && chroot '$rootfs' sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get -y -q upgrade && apt-get clean'" >>"$OUT/base.log" 2>&1 ||
-		{ tail -20 "$OUT/base.log" >&2; exit 1; }
+	unshare --mount --propagation private -- sh -c "mount -t proc proc '$rootfs/proc' && chroot '$rootfs' sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get -y -q upgrade && apt-get clean'" >>"$blog" 2>&1 ||
+		{ tail -20 "$blog" >&2; exit 1; }
 	rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
 	find "$rootfs/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete 2>/dev/null || true
 	rm -f "$rootfs/etc/resolv.conf" "$rootfs/etc/hostname"
 	printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$rootfs/etc/hosts"
 	: >"$rootfs/etc/machine-id"
 	mkoci "$rootfs" "$dir.tmp" docker.io/library/debian:trixie-slim \
-		'{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["bash"]}'
+		'{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["bash"]}' "$arch"
 	rm -rf --one-file-system "$rootfs"
 	mv -T "$dir.tmp" "$dir"
 	log "base image: $dir"
+	echo "$dir"
+}
+
+# mkindex LAYOUT REF IMAGE_LAYOUT... makes one multi-platform image of single-platform ones: an
+# OCI layout holding their blobs and an image index that names each image's manifest with the
+# platform its config says.
+mkindex() {
+	local out=$1 ref=$2 layout entries="[]" m cfg platform
+	shift 2
+	rm -rf "$out"; mkdir -p "$out/blobs/sha256"
+	for layout in "$@"; do
+		cp -al "$layout/blobs/sha256/." "$out/blobs/sha256/"
+		m=$(jq -c '.manifests[0] | {mediaType, digest, size}' "$layout/index.json")
+		cfg=$(jq -r '.config.digest | ltrimstr("sha256:")' "$layout/blobs/sha256/$(jq -r '.digest | ltrimstr("sha256:")' <<<"$m")")
+		platform=$(jq -c '{architecture, os}' "$layout/blobs/sha256/$cfg")
+		entries=$(jq -c --argjson m "$m" --argjson p "$platform" '. + [$m + {platform: $p}]' <<<"$entries")
+	done
+	local t msum msize
+	t=$(mktemp)
+	jq -nc --argjson m "$entries" '{schemaVersion:2,mediaType:"application/vnd.oci.image.index.v1+json",manifests:$m}' >"$t"
+	msum=$(sha256sum "$t" | cut -d' ' -f1); msize=$(stat -c %s "$t")
+	mv "$t" "$out/blobs/sha256/$msum"; chmod 0644 "$out/blobs/sha256/$msum"
+	echo '{"imageLayoutVersion":"1.0.0"}' >"$out/oci-layout"
+	jq -nc --arg m "sha256:$msum" --argjson ms "$msize" --arg ref "$ref" '{schemaVersion:2,mediaType:"application/vnd.oci.image.index.v1+json",
+		manifests:[{mediaType:"application/vnd.oci.image.index.v1+json",digest:$m,size:$ms,
+		annotations:{"io.containerd.image.name":$ref,"org.opencontainers.image.ref.name":$ref}}]}' >"$out/index.json"
+}
+
+# The base for the multi-platform builds: the amd64 and the arm64 base under one index.
+build_base_multi() {
+	local dir=$OUT/base-$BASE_VERSION-multi amd64 arm64
+	amd64=$(build_base amd64)
+	arm64=$(build_base arm64)
+	[ -f "$dir/index.json" ] && { echo "$dir"; return 0; }
+	mkindex "$dir.tmp" docker.io/library/debian:trixie-slim "$amd64" "$arm64"
+	mv -T "$dir.tmp" "$dir"
 	echo "$dir"
 }
 
@@ -222,6 +282,11 @@ stop_buildkitd() {
 
 BASE=$(build_base)
 BASE_DGST=$(digest "$BASE")
+AMD64_BASE=$BASE AMD64_BASE_DGST=$BASE_DGST
+if [ "$PLATFORMS" != linux/amd64 ]; then
+	BASE=$(build_base_multi)
+	BASE_DGST=$(digest "$BASE")
+fi
 STATIC=$(build_static)
 STATIC_DGST=$(digest "$STATIC")
 
@@ -270,6 +335,9 @@ inputs_hash() {
 GOLANG=""
 golang_image() {
 	[ -n "$GOLANG" ] && return 0
+	# The Go stages run on the build machine's platform (FROM --platform=$BUILDPLATFORM), so the
+	# stand-in is amd64's whatever PLATFORMS says: one image, shared by every build.
+	local BASE=$AMD64_BASE BASE_DGST=$AMD64_BASE_DGST
 	local h ctx
 	h=$(cd "$ROOT" && { go version; inputs_hash hack/images/golang; } | sha256sum | cut -c1-16)
 	GOLANG=$OUT/golang-$h
@@ -305,18 +373,33 @@ build_image() {
 		*) paths+=("$in") ;;
 		esac
 	done
-	case " $MULTI_PLATFORM " in *" $name "*) extra+=(--opt platform=linux/amd64,linux/arm64) ;; esac
+	# flavour names the builds of an image for PLATFORMS beside those for amd64 alone.
+	local flavour=""
+	case " $MULTI_PLATFORM " in
+	*" $name "*)
+		# Built the same whatever PLATFORMS says (on the static base, not Debian's), so one
+		# build serves both.
+		local BASE=$AMD64_BASE BASE_DGST=$AMD64_BASE_DGST
+		extra+=(--opt platform=linux/amd64,linux/arm64)
+		;;
+	*)
+		case " $AMD64_ONLY " in
+		*" $name "*) ;;
+		*) [ "$PLATFORMS" = linux/amd64 ] || { extra+=(--opt "platform=$PLATFORMS"); flavour=+arm64; } ;;
+		esac
+		;;
+	esac
 	if grep -q 'GO_IMAGE' "$ROOT/$df"; then
 		golang_image
 		extra+=(--oci-layout golang="$GOLANG" --opt "context:golang:1.26=oci-layout://golang@$(digest "$GOLANG")")
 		paths+=("$GOLANG/index.json")
 	fi
 	local dest
-	dest=$OUT/$name-$(inputs_hash "${paths[@]}")
+	dest=$OUT/$name$flavour-$(inputs_hash "${paths[@]}")
 	if [ ! -f "$dest/index.json" ]; then
 		build "$name" "$df" "$ref" "$dest" "${extra[@]}"
-		# Older builds of this image are of no more use.
-		find "$OUT" -maxdepth 1 -name "$name-*" -not -path "$dest" -exec rm -rf {} +
+		# Older builds of this image for the same platforms are of no more use.
+		find "$OUT" -maxdepth 1 -name "$name$flavour-????????????????" -not -path "$dest" -exec rm -rf {} +
 	fi
 	DONE[$name]=$dest
 	echo "$ref $dest"

@@ -141,8 +141,9 @@ type Worker struct {
 	// GresAutoDetect is gres.conf's AutoDetect: off (the default) lists the device files
 	// /dev/nvidia0…N; nvidia lets slurmd find the GPUs itself from the driver's device files, with
 	// no library (it sees no MIG devices); nvml asks NVML (the driver's library), which also
-	// finds MIG devices and NVLinks, through the gpu/nvml plugin the worker image carries. MIG
-	// shapes always use nvml.
+	// finds MIG devices and NVLinks, through the gpu/nvml plugin the worker image carries (its
+	// amd64 image only: Debian builds the plugin for amd64, so on arm64 nodes use nvidia or off).
+	// MIG shapes always use nvml.
 	// +kubebuilder:validation:Enum=off;nvidia;nvml
 	// +kubebuilder:default=off
 	// +optional
