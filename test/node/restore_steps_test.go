@@ -134,7 +134,7 @@ func (e *env) restoreBackup(folder string) {
 			"nodeName": node, "restartPolicy": "Never",
 			"containers": []any{map[string]any{
 				"name": "spool-restore", "image": image, "imagePullPolicy": "IfNotPresent",
-				"command": []string{"sh", "-c", `set -e; cd /spool && mkdir -p /spool-old && mv ./* /spool-old/ && cp -a "/backup/$1/statesave/." .; ls -ln`, "restore", inBackup},
+				"command": []string{"sh", "-c", `set -e; cd /spool && mkdir -p /spool-old && find . -mindepth 1 -maxdepth 1 -exec mv -t /spool-old/ {} + && cp -a "/backup/$1/statesave/." .; ls -ln`, "restore", inBackup},
 				"volumeMounts": []any{
 					map[string]any{"name": "spool", "mountPath": "/spool"},
 					map[string]any{"name": "backup", "mountPath": "/backup", "readOnly": true},

@@ -79,7 +79,7 @@ mariadb --no-defaults --socket=/run/mysqld/mysqld.sock -u root slurm_acct_db < /
 		t.Fatalf("restore the database: %v\n%s", err, out)
 	}
 	const restoreState = `set -e
-cd /var/spool/slurmctld && mkdir /tmp/spool-new && mv ./* /tmp/spool-new/ && cp -a /shared/restore/statesave/. .`
+cd /var/spool/slurmctld && mkdir /tmp/spool-new && find . -mindepth 1 -maxdepth 1 -exec mv -t /tmp/spool-new/ {} + && cp -a /shared/restore/statesave/. .`
 	if out, err := nu.Exec(ctx, ctlHost, "sh", "-c", restoreState); err != nil {
 		t.Fatalf("restore the state: %v\n%s", err, out)
 	}
