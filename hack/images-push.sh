@@ -35,6 +35,10 @@ if [ -n "$TAG" ] && ! [[ $TAG =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]]; then
 fi
 
 PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
+case $PLATFORMS in
+linux/amd64 | linux/amd64,linux/arm64 | linux/arm64,linux/amd64) ;;
+*) echo "images-push: PLATFORMS is linux/amd64,linux/arm64 (the default) or linux/amd64, not $PLATFORMS" >&2; exit 2 ;;
+esac
 export PLATFORMS
 if [ "$PLATFORMS" != linux/amd64 ] && ! "$HERE/binfmt.sh" --check; then
 	echo "images-push: registering an arm64 emulator for the build (hack/binfmt.sh)" >&2

@@ -120,7 +120,8 @@ func runArm64Images(t *testing.T, e *env, crane string, images map[string]string
 		regexp.MustCompile(`^aarch64 \d`))
 
 	// A one-node cluster of them: the arm64 slurmctld, and the arm64 slurmd in the jail, run a
-	// job step and a batch job, and the node is idle after them.
+	// job step and a batch job, root's and then an ordinary user's from her own shell, and the
+	// node is idle after them.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "unshare", "--mount", "--net", "--pid", "--uts", "--fork", "--kill-child", "--propagation", "private", "--",
@@ -128,7 +129,8 @@ func runArm64Images(t *testing.T, e *env, crane string, images map[string]string
 	if err != nil {
 		t.Fatalf("a cluster of the arm64 images: %v\n%s", err, out)
 	}
-	for _, want := range []string{"srun: aarch64", "python3: aarch64", "sbatch: aarch64", "node: State=IDLE"} {
+	for _, want := range []string{"srun: aarch64", "python3: aarch64", "sbatch: aarch64",
+		"alice srun: alice aarch64", "alice sbatch: alice aarch64 ", "node: State=IDLE"} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).Match(out) {
 			t.Errorf("a cluster of the arm64 images: no line %q in\n%s", want, out)
 		}

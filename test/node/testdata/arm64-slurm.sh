@@ -5,8 +5,8 @@
 # PID and UTS namespaces (unshare --mount --net --pid --uts --fork --kill-child), as root:
 #   arm64-slurm.sh JAIL CONTROLLER
 # It prints "srun: …", "python3: …", "sbatch: …" (what uname -m and Python said in a job step
-# and a batch job) and "node: …" (the node's state after them), and exits non-zero when a step
-# fails.
+# and a batch job), "alice srun: …" and "alice sbatch: …" (an ordinary user's name and machine in
+# hers) and "node: …" (the node's state after them), and exits non-zero when a step fails.
 set -eu
 J=$1 C=$2
 
@@ -65,9 +65,21 @@ until chroot "$J" sinfo -h -o %t 2>/dev/null | grep -qx idle; do
 	sleep 1
 done
 trap 'tail -n 20 "$C/tmp/slurmctld.log" "$J/tmp/slurmd.log"' EXIT
-echo "srun: $(chroot "$J" srun -N1 uname -m)"
-echo "python3: $(chroot "$J" srun -N1 python3 -c 'import platform; print(platform.machine())')"
-chroot "$J" sbatch --wait -Q -o /tmp/batch.out --wrap 'uname -m'
+# Each step's output is kept first, so that a failed step fails the script (set -e); batch jobs
+# are waited for a bounded time.
+out=$(chroot "$J" srun -N1 uname -m)
+echo "srun: $out"
+out=$(chroot "$J" srun -N1 python3 -c 'import platform; print(platform.machine())')
+echo "python3: $out"
+timeout 120 chroot "$J" sbatch --wait -Q -o /tmp/batch.out --wrap 'uname -m'
 echo "sbatch: $(cat "$J/tmp/batch.out")"
+# An ordinary user's job step and batch job, from her own login shell: slurmctld resolves her
+# (she is in the controller's passwd too, as a site's directory or the jail's users would be
+# there), and slurmstepd runs her programs as her under the emulator.
+for r in "$J" "$C"; do chroot "$r" useradd --create-home --shell /bin/bash --uid 1000 alice; done
+out=$(chroot "$J" su - alice -c 'srun -N1 sh -c "echo \$(id -un) \$(uname -m)"')
+echo "alice srun: $out"
+timeout 120 chroot "$J" su - alice -c 'sbatch --wait -Q -o batch.out --wrap "id -un; uname -m"'
+echo "alice sbatch: $(tr '\n' ' ' <"$J/home/alice/batch.out")"
 echo "node: $(chroot "$J" scontrol show node arm64-node | grep -o 'State=[A-Z+]*')"
 trap - EXIT
